@@ -1,0 +1,21 @@
+# Third-party dependencies: Debian packages only (scripts/install-deps.sh installs them).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+
+# Debian's libdnnl-dev ships no CMake package: locate the header and library directly.
+find_path(DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY NAMES dnnl REQUIRED)
+if(NOT TARGET athanor_dnnl)
+  add_library(athanor_dnnl INTERFACE IMPORTED)
+  set_target_properties(athanor_dnnl PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${DNNL_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${DNNL_LIBRARY}")
+endif()
+
+if(ATH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(ATH_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

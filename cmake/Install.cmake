@@ -1,0 +1,19 @@
+# `cmake --install` lays out headers, libathanor and an exported athanor::athanor target, so an
+# outside project can `find_package(athanor)`.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/athanor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS athanor EXPORT athanorTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT athanorTargets NAMESPACE athanor:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/athanor)
+configure_package_config_file(cmake/athanorConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/athanorConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/athanor)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/athanorConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/athanorConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/athanorConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/athanor)

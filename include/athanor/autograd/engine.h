@@ -1,0 +1,52 @@
+// Reverse-mode automatic differentiation over the graph recorded by the dispatcher.
+//
+//   Tensor loss = ...;            // built from tensors with requires_grad
+//   loss.backward();              // accumulates into each leaf's grad()
+//   auto g = grad({loss}, {w});   // or returns gradients without touching grad()
+//
+// Nodes run once all their consumers have delivered gradients, latest-created first, on the
+// calling thread. Tensor hooks run when their tensor's gradient is complete; leaf hooks run
+// before accumulation, so a data-parallel wrapper can start all-reducing a gradient as soon as
+// it is ready.
+#pragma once
+
+#include <vector>
+
+#include "athanor/tensor/tensor.h"
+
+namespace ath {
+
+struct BackwardOptions {
+  bool retain_graph = false;  // keep saved tensors for another backward
+  bool create_graph = false;  // record the backward pass itself (higher-order gradients)
+};
+
+// Computes d(sum of roots * grad_roots) and accumulates it into the leaves' grad().
+// grad_roots may be empty: each root must then hold one element, and gets gradient 1.
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots = {},
+              BackwardOptions options = {});
+
+// Returns d(roots)/d(inputs) without accumulating into grad(). An input the roots do not
+// depend on gets an undefined tensor, or an error unless allow_unused.
+std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_roots = {}, BackwardOptions options = {},
+                         bool allow_unused = false);
+
+// Anomaly mode: every gradient a node produces is checked for NaN/Inf; the error names the op.
+class AnomalyMode {
+ public:
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace ath

@@ -1,0 +1,26 @@
+// Copies and dtype conversion: the ops that move data without computing on it.
+//
+//   Tensor c = x.contiguous();   // x itself when already contiguous
+//   Tensor h = x.to(kBFloat16);  // rounds to nearest even
+//   dst.copy_(src);              // broadcasts src to dst's shape, converts dtype
+#pragma once
+
+#include "athanor/ops/op.h"
+
+namespace ath {
+
+Tensor to_dtype(const Tensor& x, DType dtype);  // always a new tensor
+Tensor clone(const Tensor& x);                  // contiguous copy, differentiable
+Tensor contiguous(const Tensor& x);
+// Writes src (broadcast, converted) into dst in place; differentiable w.r.t. src.
+Tensor& copy_(Tensor& dst, const Tensor& src);
+
+struct ToDTypeAttrs {
+  DType dtype = kFloat32;
+};
+const Op<ToDTypeAttrs>& op_to_dtype();
+const Op<NoAttrs>& op_clone();
+// copy(dst, src) -> dst's shape filled from src: the in-place target of copy_.
+const Op<NoAttrs>& op_copy();
+
+}  // namespace ath

@@ -1,0 +1,65 @@
+// Creating tensors: constant fills, ranges, identity, random draws, and wrapping host data.
+//
+//   Tensor z = zeros({2, 3});
+//   Tensor r = arange(0, 10, 2);                 // int64 [0, 2, 4, 6, 8]
+//   Tensor u = rand({4}, {.generator = &gen});   // Philox; same numbers whatever the threads
+//   Tensor v = from_vector<float>({1, 2, 3, 4}, {2, 2});
+//   Tensor b = from_blob(ptr, {3}, kFloat32);    // borrows ptr; ptr must outlive b
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "athanor/core/rng.h"
+#include "athanor/ops/op.h"
+
+namespace ath {
+
+// (empty() itself is declared in tensor.h: the allocation primitive.)
+Tensor zeros(const Shape& shape, DType dtype = kFloat32);
+Tensor ones(const Shape& shape, DType dtype = kFloat32);
+// dtype defaults to the value's: float32 for a floating scalar, int64 for an integer, bool.
+Tensor full(const Shape& shape, const Scalar& value, std::optional<DType> dtype = {});
+Tensor empty_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor zeros_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor ones_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor full_like(const Tensor& t, const Scalar& value, std::optional<DType> dtype = {});
+
+// A 0-dim tensor holding one value.
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = {});
+
+// [start, end) in steps of step; int64 when all three are integers, else float32.
+Tensor arange(const Scalar& end);
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
+              std::optional<DType> dtype = {});
+Tensor linspace(double start, double end, int64_t steps, DType dtype = kFloat32);
+Tensor eye(int64_t n, std::optional<int64_t> m = {}, DType dtype = kFloat32);
+
+struct RandomOptions {
+  DType dtype = kFloat32;
+  Generator* generator = nullptr;  // null: the global generator
+};
+Tensor rand(const Shape& shape, RandomOptions options = {});   // U[0, 1)
+Tensor randn(const Shape& shape, RandomOptions options = {});  // N(0, 1)
+// Integers in [low, high); dtype defaults to int64.
+Tensor randint(int64_t low, int64_t high, const Shape& shape,
+               RandomOptions options = {.dtype = kInt64});
+// Each element 1 with probability p[i] (p a floating tensor in [0, 1]), same shape and dtype.
+Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
+Tensor bernoulli(const Shape& shape, double p, RandomOptions options = {});
+Tensor rand_like(const Tensor& t, Generator* generator = nullptr);
+Tensor randn_like(const Tensor& t, Generator* generator = nullptr);
+
+// Copies values into a new tensor; shape defaults to 1-D [values.size()].
+template <class T>
+Tensor from_vector(const std::vector<T>& values, std::optional<Shape> shape = {});
+
+// Wraps external memory without copying. With no deleter the memory is borrowed and must
+// outlive every tensor viewing it; a deleter runs when the last view is gone.
+Tensor from_blob(void* data, const Shape& shape, DType dtype,
+                 std::function<void(void*)> deleter = {});
+// Same, but copies the data into athanor-owned memory.
+Tensor from_blob_copy(const void* data, const Shape& shape, DType dtype);
+
+}  // namespace ath

@@ -1,0 +1,130 @@
+// The dispatcher: the single path every op call takes.
+//
+//   Tensor y = call1(op_add(), {a, b}, AlphaAttrs{.alpha = 1});
+//
+// 1. shape rule (validates; errors are prefixed with the op's name),
+// 2. inputs converted to the kernel dtype (type promotion), outputs allocated,
+// 3. the kernel for (device, dtype) runs — or, for a view op, the aliasing output is built,
+// 4. if grad mode is on and an input requires grad, an OpNode is recorded,
+// 5. if a tracer is installed, the call is appended to its graph.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "athanor/ops/op.h"
+#include "athanor/tensor/grad_mode.h"
+
+namespace ath {
+
+// Receives every op call while installed (the graph tracer implements this).
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op(const OpDef& op, TensorSpan inputs, std::span<const Tensor> outputs,
+                     const void* attrs) = 0;  // attrs: the op's attribute struct
+};
+// Installs an observer for the current thread; returns the previous one.
+OpObserver* set_op_observer(OpObserver* observer);
+
+namespace detail {
+
+extern thread_local OpObserver* t_observer;
+
+// Non-template halves of call(), kept out of line so each op's instantiation stays small.
+void check_inputs(const OpDef& op, TensorSpan inputs);
+Outputs allocate_outputs(const OutputSpec& spec);
+// Converts inputs selected by the op's promote mask to `dtype`; returns inputs unchanged (and
+// `storage` empty) when no conversion is needed.
+TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<Tensor>& storage);
+[[noreturn]] void missing_kernel(const OpDef& op, DeviceType device, DType dtype);
+bool any_requires_grad(TensorSpan inputs);
+void add_context(Error& e, const OpDef& op);
+
+// Shared autograd wiring: edges, saved tensors, grad_fn on the outputs.
+void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inputs,
+               std::span<Tensor> outputs);
+GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradList&& grads,
+                      void (*fn)(BackwardContext&, const void*), const void* attrs);
+void release(BackwardContext& ctx);
+
+template <class A>
+class OpNode final : public Node {
+ public:
+  OpNode(const Op<A>& op, const A& attrs) : op_(op), attrs_(attrs) {}
+  std::string_view name() const override { return op_.name; }
+  GradList apply(GradList&& grads) override {
+    auto thunk = [](BackwardContext& ctx, const void* a) {
+      const auto* self = static_cast<const OpNode*>(a);
+      self->op_.spec().backward(ctx, self->attrs_);
+    };
+    return run_backward(*this, ctx_, op_, std::move(grads), thunk, this);
+  }
+  void release_saved() override { release(ctx_); }
+  bool is_view() const override { return op_.kind == OpKind::View; }
+  BackwardContext& ctx() { return ctx_; }
+
+ private:
+  const Op<A>& op_;
+  A attrs_;
+  BackwardContext ctx_;
+};
+
+}  // namespace detail
+
+template <class A>
+Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
+  Outputs outputs;
+  try {
+    detail::check_inputs(op, inputs);
+    const OpSpec<A>& spec = op.spec();
+    if (spec.view != nullptr) {
+      outputs.push_back(spec.view(inputs[0], attrs));
+    } else {
+      OutputSpec out_spec = spec.infer(inputs, attrs);
+      std::vector<Tensor> converted;
+      TensorSpan kernel_inputs = detail::promote(op, inputs, out_spec.kernel_dtype, converted);
+      DeviceType device = inputs.empty() ? DeviceType::CPU : inputs[0].device().type;
+      auto kernel = op.typed_kernel(device, out_spec.kernel_dtype);
+      if (kernel == nullptr) detail::missing_kernel(op, device, out_spec.kernel_dtype);
+      outputs = detail::allocate_outputs(out_spec);
+      kernel(kernel_inputs, std::span<Tensor>(outputs.data(), outputs.size()), attrs);
+    }
+  } catch (Error& e) {
+    detail::add_context(e, op);
+    throw;
+  }
+  if (GradMode::is_enabled() && op.differentiable && detail::any_requires_grad(inputs)) {
+    auto node = std::make_shared<detail::OpNode<A>>(op, attrs);
+    detail::wire_node(*node, node->ctx(), op, inputs,
+                      std::span<Tensor>(outputs.data(), outputs.size()));
+  }
+  if (detail::t_observer != nullptr) [[unlikely]] {
+    detail::t_observer->on_op(op, inputs, std::span<const Tensor>(outputs.data(), outputs.size()),
+                              &attrs);
+  }
+  return outputs;
+}
+
+template <class A>
+Tensor call1(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
+  return std::move(call(op, inputs, attrs)[0]);
+}
+template <class A>
+Tensor call1(const Op<A>& op, std::initializer_list<Tensor> inputs, const A& attrs = A{}) {
+  return std::move(call(op, TensorSpan(inputs.begin(), inputs.size()), attrs)[0]);
+}
+
+// In-place form: computes op(self, rest...) and writes the result into `self`.
+// Without autograd the kernel writes straight into self when the op allows it (and self is
+// contiguous with the result's dtype); otherwise the result is computed and copied in. With
+// autograd, self's history is rebased onto the new node, as PyTorch does; a leaf that requires
+// grad, or a view of one, is refused.
+template <class A>
+Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& attrs = A{});
+
+}  // namespace ath
+
+#include "athanor/ops/dispatch_inplace.h"

@@ -1,0 +1,62 @@
+// call_inplace, split from dispatch.h to keep that header readable.
+#pragma once
+
+#include "athanor/ops/dispatch.h"
+
+namespace ath {
+
+namespace detail {
+// Validates that op's result (spec) can be written into self: same shape, castable dtype.
+void check_inplace_target(const OpDef& op, const Tensor& self, const OutputSpec& spec);
+// The autograd-aware slow path: out-of-place result copied into self, history rebased.
+void rebase_inplace(const OpDef& op, Tensor& self, const Tensor& result);
+void check_inplace_autograd(const OpDef& op, const Tensor& self);
+void copy_into(Tensor& dst, const Tensor& src);  // dst.copy_(src) without recording
+// The inputs with input 0 replaced by a clone, when backward reads input 0 (it is about to be
+// overwritten).
+std::vector<Tensor> protect_saved_self(const OpDef& op, TensorSpan inputs);
+}  // namespace detail
+
+template <class A>
+Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& attrs) {
+  bool record = GradMode::is_enabled() && op.differentiable && detail::any_requires_grad(inputs);
+  if (record) {
+    detail::check_inplace_autograd(op, self);
+    std::vector<Tensor> protected_inputs = detail::protect_saved_self(op, inputs);
+    Tensor result = call1(op, TensorSpan(protected_inputs), attrs);
+    detail::rebase_inplace(op, self, result);
+    return self;
+  }
+  try {
+    detail::check_inputs(op, inputs);
+    OutputSpec spec = op.spec().infer(inputs, attrs);
+    detail::check_inplace_target(op, self, spec);
+    bool direct = op.inplace == InplacePolicy::OverInput0 && self.is_contiguous() &&
+                  spec.kernel_dtype == self.dtype() && spec.outputs[0].dtype == self.dtype();
+    if (direct) {
+      std::vector<Tensor> converted;
+      TensorSpan kernel_inputs = detail::promote(op, inputs, spec.kernel_dtype, converted);
+      auto kernel = op.typed_kernel(self.device().type, spec.kernel_dtype);
+      if (kernel == nullptr) detail::missing_kernel(op, self.device().type, spec.kernel_dtype);
+      Tensor out = self;
+      kernel(kernel_inputs, std::span<Tensor>(&out, 1), attrs);
+      self.bump_version();
+    } else {
+      Tensor result;
+      {
+        NoGradGuard no_grad;
+        result = call1(op, inputs, attrs);
+      }
+      detail::copy_into(self, result);
+    }
+  } catch (Error& e) {
+    detail::add_context(e, op);
+    throw;
+  }
+  if (detail::t_observer != nullptr) [[unlikely]] {
+    detail::t_observer->on_op(op, inputs, std::span<const Tensor>(&self, 1), &attrs);
+  }
+  return self;
+}
+
+}  // namespace ath

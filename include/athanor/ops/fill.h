@@ -1,0 +1,13 @@
+// The fill op behind Tensor::fill_, zero_, ones and full.
+#pragma once
+
+#include "athanor/ops/op.h"
+
+namespace ath {
+
+struct FillAttrs {
+  Scalar value;
+};
+const Op<FillAttrs>& op_fill();
+
+}  // namespace ath

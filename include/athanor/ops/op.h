@@ -1,0 +1,216 @@
+// The op registry's unit: an operator declared once, as data. Eager calls, autograd, the tracer
+// and (later) the graph compiler and ONNX importer all read the same OpDef.
+//
+// Defining an op (see src/ops/defs/ for real ones):
+//
+//   struct ScaleAttrs { double factor = 1; };
+//   const Op<ScaleAttrs>& op_scale() {
+//     static const auto& op = define_op<ScaleAttrs>({
+//         .name = "scale", .kind = OpKind::Pointwise, .num_inputs = 1,
+//         .infer = same_as_input0<ScaleAttrs>,
+//         .backward = [](BackwardContext& ctx, const ScaleAttrs& a) {
+//           ctx.set_grad_input(0, mul(ctx.grad_output(0), a.factor)); },
+//     });
+//     return op;
+//   }
+//
+// and its CPU kernels, registered per dtype from src/ops/kernels/cpu/:
+//
+//   static KernelRegistrar<ScaleAttrs> reg(op_scale(), DeviceType::CPU, kFloatingTypes, kernel);
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "athanor/core/device.h"
+#include "athanor/core/dtype.h"
+#include "athanor/core/shape.h"
+#include "athanor/tensor/autograd_meta.h"
+#include "athanor/tensor/tensor.h"
+
+namespace ath {
+
+// How the graph compiler may fuse the op.
+enum class OpKind : uint8_t {
+  Pointwise,  // out[i] = f(in[i]...) after broadcasting: fuses into chains and epilogues
+  Reduce,     // reduces dims: a pointwise producer can fuse into it
+  View,       // output aliases input 0's storage; no kernel
+  Opaque,     // anything else (GEMM, conv, gather, sort...): a fusion boundary
+};
+
+// Whether the kernel may write its output over input 0 (`add_` and friends).
+enum class InplacePolicy : uint8_t { None, OverInput0 };
+
+// Attributes are plain aggregate structs (so call sites use designated initializers); code that
+// handles any op (the tracer) copies them through OpDef::clone_attrs.
+struct NoAttrs {};
+
+using TensorSpan = std::span<const Tensor>;
+using Outputs = SmallVec<Tensor, 4>;
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype = kFloat32;
+};
+
+// What a shape rule returns: the outputs' metadata and the dtype whose kernel computes them.
+struct OutputSpec {
+  SmallVec<TensorMeta, 4> outputs;
+  DType kernel_dtype = kFloat32;
+};
+
+// What a backward formula sees. Gradients flow in terms of registered ops, so a backward pass
+// run with grad mode on (create_graph) is itself differentiable.
+class BackwardContext {
+ public:
+  int num_inputs() const { return static_cast<int>(input_meta_.size()); }
+  int num_outputs() const { return static_cast<int>(grad_outputs_.size()); }
+  // A forward input or output saved for backward (declared in the op's save masks).
+  const Tensor& input(int i) const;
+  const Tensor& output(int i) const;
+  const TensorMeta& input_meta(int i) const { return input_meta_[static_cast<std::size_t>(i)]; }
+  // The gradient w.r.t. forward output i; zeros when nothing flowed into it.
+  const Tensor& grad_output(int i);
+  bool grad_output_defined(int i) const;
+  // Whether forward input i needs a gradient; formulas skip the work for those that do not.
+  bool needs_grad(int i) const { return needs_grad_[static_cast<std::size_t>(i)]; }
+  void set_grad_input(int i, Tensor g);
+
+  // Filled by the node that owns the context.
+  std::vector<Tensor> saved_inputs, saved_outputs;  // undefined where not saved
+  std::vector<uint32_t> saved_input_versions, saved_output_versions;
+  bool released_ = false;
+  std::vector<TensorMeta> input_meta_;
+  SmallVec<GradSlotMeta, 4> output_meta_;
+  std::vector<bool> needs_grad_;
+  GradList grad_outputs_;
+  GradList grad_inputs_;
+  std::string_view op_name_;
+};
+
+using AnyFn = void (*)();
+
+// The untyped part of an op: what the registry walk, the tracer and tests look at.
+class OpDef {
+ public:
+  virtual ~OpDef() = default;
+
+  std::string name;
+  OpKind kind = OpKind::Opaque;
+  int num_inputs = 1;  // -1: variadic (cat, stack)
+  int num_outputs = 1;
+  InplacePolicy inplace = InplacePolicy::None;
+  uint32_t save_inputs = 0;   // bit i: backward reads input i
+  uint32_t save_outputs = 0;  // bit i: backward reads output i
+  uint32_t promote_inputs = ~0u;  // bit i: input i is converted to the kernel dtype first
+  bool differentiable = true;
+  std::string not_differentiable_reason;  // required when !differentiable
+
+  AnyFn kernel(DeviceType device, DType dtype) const {
+    return kernels_[static_cast<int>(device)][static_cast<int>(dtype)];
+  }
+  bool has_kernel(DeviceType device, DType dtype) const { return kernel(device, dtype) != nullptr; }
+  void set_kernel(DeviceType device, DType dtype, AnyFn fn, int priority);
+  virtual bool has_shape_rule() const = 0;
+  virtual bool has_backward() const = 0;
+  // A heap copy of this op's attribute struct, passed type-erased.
+  virtual std::shared_ptr<const void> clone_attrs(const void* attrs) const = 0;
+
+ private:
+  std::array<std::array<AnyFn, kNumDTypes>, kNumDeviceTypes> kernels_{};
+  std::array<std::array<int, kNumDTypes>, kNumDeviceTypes> priorities_{};
+};
+
+template <class A>
+struct OpSpec {
+  using InferFn = OutputSpec (*)(TensorSpan inputs, const A& attrs);
+  using ViewFn = Tensor (*)(const Tensor& input, const A& attrs);
+  using BackwardFn = void (*)(BackwardContext& ctx, const A& attrs);
+
+  std::string name;
+  OpKind kind = OpKind::Opaque;
+  int num_inputs = 1;
+  int num_outputs = 1;
+  InplacePolicy inplace = InplacePolicy::None;
+  uint32_t save_inputs = 0;
+  uint32_t save_outputs = 0;
+  uint32_t promote_inputs = ~0u;
+  InferFn infer = nullptr;  // all ops but views
+  ViewFn view = nullptr;    // views: builds the aliasing output from input 0
+  BackwardFn backward = nullptr;
+  std::string not_differentiable;  // set instead of backward: why there is no gradient
+};
+
+template <class A>
+class Op : public OpDef {
+ public:
+  using Kernel = void (*)(TensorSpan inputs, std::span<Tensor> outputs, const A& attrs);
+
+  explicit Op(OpSpec<A> spec) : spec_(std::move(spec)) {
+    name = spec_.name;
+    kind = spec_.kind;
+    num_inputs = spec_.num_inputs;
+    num_outputs = spec_.num_outputs;
+    inplace = spec_.inplace;
+    save_inputs = spec_.save_inputs;
+    save_outputs = spec_.save_outputs;
+    promote_inputs = spec_.promote_inputs;
+    differentiable = spec_.backward != nullptr;
+    not_differentiable_reason = spec_.not_differentiable;
+  }
+  const OpSpec<A>& spec() const { return spec_; }
+  Kernel typed_kernel(DeviceType device, DType dtype) const {
+    return reinterpret_cast<Kernel>(kernel(device, dtype));
+  }
+  bool has_shape_rule() const override { return spec_.infer != nullptr || spec_.view != nullptr; }
+  bool has_backward() const override { return spec_.backward != nullptr; }
+  std::shared_ptr<const void> clone_attrs(const void* attrs) const override {
+    return std::make_shared<const A>(*static_cast<const A*>(attrs));
+  }
+
+ private:
+  OpSpec<A> spec_;
+};
+
+// ---- the registry -------------------------------------------------------------------------
+
+// Every op ever defined, in definition order.
+std::vector<const OpDef*> all_ops();
+const OpDef* find_op(std::string_view name);  // null when unknown
+
+namespace detail {
+void register_op(OpDef* op);  // throws on a duplicate name
+}
+
+// Creates and registers an op. Call it from a function-local static so the op exists before
+// any kernel registrar or caller reaches it, whatever the static-initialisation order.
+template <class A>
+const Op<A>& define_op(OpSpec<A> spec) {
+  auto* op = new Op<A>(std::move(spec));  // lives for the whole program, like the registry
+  detail::register_op(op);
+  return *op;
+}
+
+inline constexpr std::array<DType, 4> kFloatingTypes{kFloat32, kFloat64, kBFloat16, kFloat16};
+inline constexpr std::array<DType, 8> kAllTypes{kBool,    kUInt8,    kInt32,   kInt64,
+                                                kFloat16, kBFloat16, kFloat32, kFloat64};
+
+// Registers a kernel for each dtype listed. Higher priority wins (an AVX-512 build of a kernel
+// registers above the portable one; only the variants this CPU supports register at all).
+template <class A>
+struct KernelRegistrar {
+  template <class DTypes>
+  KernelRegistrar(const Op<A>& op, DeviceType device, const DTypes& dtypes,
+                  typename Op<A>::Kernel fn, int priority = 0) {
+    for (DType t : dtypes) {
+      const_cast<Op<A>&>(op).set_kernel(device, t, reinterpret_cast<AnyFn>(fn), priority);
+    }
+  }
+};
+
+}  // namespace ath

@@ -1,0 +1,8 @@
+// Every op family's public functions.
+#pragma once
+
+#include "athanor/ops/copy.h"
+#include "athanor/ops/creation.h"
+#include "athanor/ops/pointwise.h"
+#include "athanor/ops/reduction.h"
+#include "athanor/ops/views.h"

@@ -1,0 +1,38 @@
+// StorageImpl: a refcounted block of memory that tensors view. Views share one storage; its
+// version counter is bumped by every in-place write so autograd can detect that a tensor it
+// saved for backward has been modified (PyTorch's version-counter rule).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "athanor/core/device.h"
+
+namespace ath {
+
+struct StorageImpl {
+  // Allocates `nbytes` from the caching allocator.
+  static std::shared_ptr<StorageImpl> allocate(std::size_t nbytes, Device device = kCPU);
+  // Wraps memory owned elsewhere; `deleter` (may be empty: borrowed) runs when the last view dies.
+  static std::shared_ptr<StorageImpl> wrap(void* data, std::size_t nbytes,
+                                           std::function<void(void*)> deleter);
+
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl();
+
+  void* data = nullptr;
+  std::size_t nbytes = 0;
+  Device device = kCPU;
+  std::atomic<uint32_t> version{0};
+
+ private:
+  StorageImpl() = default;
+  bool from_cache_ = false;
+  std::function<void(void*)> deleter_;
+};
+
+}  // namespace ath

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs, with apt-get only, the Debian 12 packages athanor needs to build, test and run its
+# main job. Idempotent: packages already present are skipped, so a second run is a no-op.
+#
+#   scripts/install-deps.sh            # build + test + main-job dependencies
+#   scripts/install-deps.sh --bench    # also the side-by-side peers (Debian's python3-torch)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  clang clang-format clang-tidy libclang-rt-14-dev  # sanitizer/fuzzer runtimes, formatting
+  libdnnl-dev            # oneDNN: GEMM, convolution, pooling primitives
+  libfmt-dev             # error messages and printing
+  nlohmann-json3-dev     # golden-value files, safetensors headers
+  zlib1g-dev
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+  dataset-fashion-mnist  # the main job's data
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-numpy linux-perf)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
