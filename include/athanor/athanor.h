@@ -12,6 +12,7 @@
 #include "athanor/core/allocator.h"
 #include "athanor/core/parallel.h"
 #include "athanor/core/rng.h"
+#include "athanor/ops/dispatch.h"
 #include "athanor/ops/ops.h"
 #include "athanor/tensor/grad_mode.h"
 #include "athanor/tensor/tensor.h"

@@ -60,8 +60,9 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
       }
       for (std::size_t i = 0; i < diff_inputs.size(); ++i) {
         analytical[static_cast<std::size_t>(j)].push_back(
-            grads[i].defined() ? flat(grads[i])
-                               : std::vector<double>(static_cast<std::size_t>(diff_inputs[i].numel()), 0.0));
+            grads[i].defined()
+                ? flat(grads[i])
+                : std::vector<double>(static_cast<std::size_t>(diff_inputs[i].numel()), 0.0));
       }
     }
     // Numerical: perturb each element of each differentiable input.

@@ -13,7 +13,8 @@ bool Tensor::requires_grad() const {
 const Tensor& Tensor::requires_grad_(bool flag) const {
   AutogradMeta& m = autograd_meta(*this);
   ATH_CHECK(!flag || is_floating(dtype()), AutogradError,
-            "only tensors of floating point dtype can require gradients, got {}", dtype_name(dtype()));
+            "only tensors of floating point dtype can require gradients, got {}",
+            dtype_name(dtype()));
   ATH_CHECK(flag || !m.grad_fn, AutogradError,
             "requires_grad_(false) on a non-leaf tensor; use detach() to get one without history");
   m.requires_grad = flag;
@@ -37,10 +38,12 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& g) const {
   if (g.defined()) {
-    ATH_CHECK(g.shape() == shape(), ShapeError, "set_grad: gradient shape {} doesn't match tensor shape {}",
+    ATH_CHECK(g.shape() == shape(), ShapeError,
+              "set_grad: gradient shape {} doesn't match tensor shape {}",
               ath::to_string(g.shape()), ath::to_string(shape()));
-    ATH_CHECK(g.dtype() == dtype(), DTypeError, "set_grad: gradient dtype {} doesn't match tensor dtype {}",
-              dtype_name(g.dtype()), dtype_name(dtype()));
+    ATH_CHECK(g.dtype() == dtype(), DTypeError,
+              "set_grad: gradient dtype {} doesn't match tensor dtype {}", dtype_name(g.dtype()),
+              dtype_name(dtype()));
   }
   autograd_meta(*this).grad = g.defined() ? g.impl_ptr() : nullptr;
 }
@@ -57,17 +60,21 @@ uint32_t Tensor::output_nr() const {
 
 void Tensor::retain_grad() const {
   AutogradMeta& m = autograd_meta(*this);
-  ATH_CHECK(m.requires_grad, AutogradError, "can't retain_grad on a tensor that has requires_grad=false");
+  ATH_CHECK(m.requires_grad, AutogradError,
+            "can't retain_grad on a tensor that has requires_grad=false");
   if (!m.grad_fn || m.retains_grad) return;  // leaves keep their grad anyway
   m.retains_grad = true;
   std::weak_ptr<TensorImpl> weak = impl_ptr();  // weak: the node must not keep the tensor alive
   m.grad_fn->pre_hooks.push_back({m.output_nr, {next_hook_id(), [weak](const Tensor& g) {
-    if (auto impl = weak.lock()) {
-      AutogradMeta& meta = *impl->autograd;
-      meta.grad = meta.grad ? (Tensor(meta.grad) + g).impl_ptr() : g.clone().impl_ptr();
-    }
-    return Tensor();
-  }}});
+                                                  if (auto impl = weak.lock()) {
+                                                    AutogradMeta& meta = *impl->autograd;
+                                                    meta.grad =
+                                                        meta.grad
+                                                            ? (Tensor(meta.grad) + g).impl_ptr()
+                                                            : g.clone().impl_ptr();
+                                                  }
+                                                  return Tensor();
+                                                }}});
 }
 
 bool Tensor::retains_grad() const {
@@ -93,7 +100,8 @@ void Tensor::remove_hook(int64_t handle) const {
   if (m == nullptr) return;
   std::erase_if(m->hooks, [handle](const auto& h) { return h.first == handle; });
   if (m->grad_fn) {
-    std::erase_if(m->grad_fn->pre_hooks, [handle](const auto& h) { return h.second.first == handle; });
+    std::erase_if(m->grad_fn->pre_hooks,
+                  [handle](const auto& h) { return h.second.first == handle; });
   }
 }
 

@@ -25,7 +25,7 @@ DType promote_types(DType a, DType b) {
 
 DType promote_with_scalar(DType tensor, ScalarKind scalar) {
   int ct = category(tensor);
-  int cs = scalar == ScalarKind::Bool ? kCategoryBool
+  int cs = scalar == ScalarKind::Bool       ? kCategoryBool
            : scalar == ScalarKind::Integral ? kCategoryInt
                                             : kCategoryFloat;
   if (cs <= ct) return tensor;

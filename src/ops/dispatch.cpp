@@ -25,8 +25,7 @@ Outputs allocate_outputs(const OutputSpec& spec) {
   return out;
 }
 
-TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype,
-                   std::vector<Tensor>& storage) {
+TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<Tensor>& storage) {
   bool needed = false;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if ((op.promote_inputs >> std::min<std::size_t>(i, 31) & 1u) && inputs[i].dtype() != dtype) {
@@ -183,8 +182,7 @@ void check_inplace_autograd(const OpDef& op, const Tensor& self) {
   ATH_CHECK(!(m->requires_grad && !m->grad_fn), AutogradError,
             "{}_: a leaf tensor that requires grad is being used in an in-place operation",
             op.name);
-  ATH_CHECK(!(m->grad_fn && m->grad_fn->is_view()),
-            NotImplementedError,
+  ATH_CHECK(!(m->grad_fn && m->grad_fn->is_view()), NotImplementedError,
             "{}_: in-place modification of a view ('{}') of a tensor that requires grad is not "
             "supported; apply the op out of place",
             op.name, m->grad_fn->name());

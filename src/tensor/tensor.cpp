@@ -94,10 +94,9 @@ Tensor empty(const Shape& shape, DType dtype) {
                                              contiguous_strides(shape), 0, dtype));
 }
 
-Tensor make_view(const Tensor& base, const Shape& sizes, const Strides& strides,
-                 int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.impl()->storage, sizes, strides, offset,
-                                             base.dtype()));
+Tensor make_view(const Tensor& base, const Shape& sizes, const Strides& strides, int64_t offset) {
+  return Tensor(
+      std::make_shared<TensorImpl>(base.impl()->storage, sizes, strides, offset, base.dtype()));
 }
 
 // ---- autograd data (the engine and the dispatcher build on these) ---------------------------

@@ -2,8 +2,8 @@
 // float64, for every output element against every input element.
 //
 //   Tensor x = randn({3, 4}, {.dtype = kFloat64}).requires_grad_();
-//   auto r = gradcheck([](const std::vector<Tensor>& in) { return std::vector{in[0].tanh()}; }, {x});
-//   ASSERT_TRUE(r.ok) << r.message;
+//   auto r = gradcheck([](const std::vector<Tensor>& in) { return std::vector{in[0].tanh()}; },
+//   {x}); ASSERT_TRUE(r.ok) << r.message;
 #pragma once
 
 #include <functional>
@@ -22,7 +22,7 @@ struct GradcheckOptions {
 
 struct GradcheckResult {
   bool ok = true;
-  std::string message;     // the first mismatch: output, input, element, both values
+  std::string message;  // the first mismatch: output, input, element, both values
   double max_abs_error = 0;
 };
 

@@ -14,11 +14,11 @@
 namespace ath {
 
 struct MemoryStats {
-  int64_t current_bytes = 0;    // bytes in live tensors (block sizes, after rounding)
-  int64_t peak_bytes = 0;       // max of current_bytes since start or reset_peak_memory_stats()
-  int64_t cached_bytes = 0;     // bytes held in the cache, free for reuse
-  int64_t allocations = 0;      // allocate() calls
-  int64_t cache_hits = 0;       // allocate() calls served from the cache
+  int64_t current_bytes = 0;       // bytes in live tensors (block sizes, after rounding)
+  int64_t peak_bytes = 0;          // max of current_bytes since start or reset_peak_memory_stats()
+  int64_t cached_bytes = 0;        // bytes held in the cache, free for reuse
+  int64_t allocations = 0;         // allocate() calls
+  int64_t cache_hits = 0;          // allocate() calls served from the cache
   int64_t system_allocations = 0;  // blocks obtained from the OS
 };
 
@@ -31,7 +31,7 @@ namespace detail {
 // Rounds a request up to its bin size: 64-byte granules up to 1 KiB, then 8 bins per power of
 // two, so at most 12.5% of a large block is slack and nearby sizes share a bin.
 std::size_t allocation_bin_size(std::size_t nbytes);
-void* cpu_allocate(std::size_t nbytes);             // returns a block of bin_size(nbytes)
+void* cpu_allocate(std::size_t nbytes);              // returns a block of bin_size(nbytes)
 void cpu_deallocate(void* ptr, std::size_t nbytes);  // nbytes as passed to cpu_allocate
 }  // namespace detail
 

@@ -18,6 +18,8 @@ struct Device {
 
 inline constexpr Device kCPU{DeviceType::CPU, 0};
 
-constexpr std::string_view device_name(DeviceType t) { return t == DeviceType::CPU ? "cpu" : "cuda"; }
+constexpr std::string_view device_name(DeviceType t) {
+  return t == DeviceType::CPU ? "cpu" : "cuda";
+}
 
 }  // namespace ath

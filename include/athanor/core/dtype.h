@@ -45,21 +45,28 @@ constexpr std::size_t element_size(DType t) {
 
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "uint8";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
+    case DType::Bool:
+      return "bool";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
   }
   return "?";
 }
 
 constexpr bool is_floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
-         t == DType::Float64;
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 constexpr bool is_integral(DType t) {  // bool excluded, as torch.is_floating_point's complement
   return t == DType::UInt8 || t == DType::Int32 || t == DType::Int64;
@@ -76,47 +83,115 @@ enum class ScalarKind : uint8_t { Bool, Integral, Floating };
 // default float dtype float32); it never widens within one (float16 tensor + 2.5 stays float16).
 DType promote_with_scalar(DType tensor, ScalarKind scalar);
 
-template <DType D> struct DTypeToCpp;
-template <> struct DTypeToCpp<DType::Bool> { using type = bool; };
-template <> struct DTypeToCpp<DType::UInt8> { using type = uint8_t; };
-template <> struct DTypeToCpp<DType::Int32> { using type = int32_t; };
-template <> struct DTypeToCpp<DType::Int64> { using type = int64_t; };
-template <> struct DTypeToCpp<DType::Float16> { using type = Half; };
-template <> struct DTypeToCpp<DType::BFloat16> { using type = BFloat16; };
-template <> struct DTypeToCpp<DType::Float32> { using type = float; };
-template <> struct DTypeToCpp<DType::Float64> { using type = double; };
+template <DType D>
+struct DTypeToCpp;
+template <>
+struct DTypeToCpp<DType::Bool> {
+  using type = bool;
+};
+template <>
+struct DTypeToCpp<DType::UInt8> {
+  using type = uint8_t;
+};
+template <>
+struct DTypeToCpp<DType::Int32> {
+  using type = int32_t;
+};
+template <>
+struct DTypeToCpp<DType::Int64> {
+  using type = int64_t;
+};
+template <>
+struct DTypeToCpp<DType::Float16> {
+  using type = Half;
+};
+template <>
+struct DTypeToCpp<DType::BFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct DTypeToCpp<DType::Float32> {
+  using type = float;
+};
+template <>
+struct DTypeToCpp<DType::Float64> {
+  using type = double;
+};
 
-template <class T> constexpr DType cpp_to_dtype();
-template <> constexpr DType cpp_to_dtype<bool>() { return DType::Bool; }
-template <> constexpr DType cpp_to_dtype<uint8_t>() { return DType::UInt8; }
-template <> constexpr DType cpp_to_dtype<int32_t>() { return DType::Int32; }
-template <> constexpr DType cpp_to_dtype<int64_t>() { return DType::Int64; }
-template <> constexpr DType cpp_to_dtype<Half>() { return DType::Float16; }
-template <> constexpr DType cpp_to_dtype<BFloat16>() { return DType::BFloat16; }
-template <> constexpr DType cpp_to_dtype<float>() { return DType::Float32; }
-template <> constexpr DType cpp_to_dtype<double>() { return DType::Float64; }
+template <class T>
+constexpr DType cpp_to_dtype();
+template <>
+constexpr DType cpp_to_dtype<bool>() {
+  return DType::Bool;
+}
+template <>
+constexpr DType cpp_to_dtype<uint8_t>() {
+  return DType::UInt8;
+}
+template <>
+constexpr DType cpp_to_dtype<int32_t>() {
+  return DType::Int32;
+}
+template <>
+constexpr DType cpp_to_dtype<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType cpp_to_dtype<Half>() {
+  return DType::Float16;
+}
+template <>
+constexpr DType cpp_to_dtype<BFloat16>() {
+  return DType::BFloat16;
+}
+template <>
+constexpr DType cpp_to_dtype<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType cpp_to_dtype<double>() {
+  return DType::Float64;
+}
 
 // Calls fn.template operator()<T>() with T the C++ type of `t`.
 template <class Fn>
 decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
   switch (t) {
-    case DType::Bool: return fn.template operator()<bool>();
-    case DType::UInt8: return fn.template operator()<uint8_t>();
-    case DType::Int32: return fn.template operator()<int32_t>();
-    case DType::Int64: return fn.template operator()<int64_t>();
-    case DType::Float16: return fn.template operator()<Half>();
-    case DType::BFloat16: return fn.template operator()<BFloat16>();
-    case DType::Float32: return fn.template operator()<float>();
-    case DType::Float64: return fn.template operator()<double>();
+    case DType::Bool:
+      return fn.template operator()<bool>();
+    case DType::UInt8:
+      return fn.template operator()<uint8_t>();
+    case DType::Int32:
+      return fn.template operator()<int32_t>();
+    case DType::Int64:
+      return fn.template operator()<int64_t>();
+    case DType::Float16:
+      return fn.template operator()<Half>();
+    case DType::BFloat16:
+      return fn.template operator()<BFloat16>();
+    case DType::Float32:
+      return fn.template operator()<float>();
+    case DType::Float64:
+      return fn.template operator()<double>();
   }
   ATH_THROW(DTypeError, "unknown dtype {}", static_cast<int>(t));
 }
 
 // Promotes the value type used to compute: 16-bit floats compute in float.
-template <class T> struct ComputeType { using type = T; };
-template <> struct ComputeType<Half> { using type = float; };
-template <> struct ComputeType<BFloat16> { using type = float; };
-template <class T> using compute_t = typename ComputeType<T>::type;
+template <class T>
+struct ComputeType {
+  using type = T;
+};
+template <>
+struct ComputeType<Half> {
+  using type = float;
+};
+template <>
+struct ComputeType<BFloat16> {
+  using type = float;
+};
+template <class T>
+using compute_t = typename ComputeType<T>::type;
 
 }  // namespace ath
 

@@ -69,11 +69,11 @@ template <class E, class... Args>
 
 // Throws `ath::Kind(fmt::format(...))` when `cond` is false. The message is only formatted on
 // failure, so checks cost one branch on the hot path.
-#define ATH_CHECK(cond, Kind, ...)                         \
-  do {                                                     \
-    if (!(cond)) [[unlikely]] {                            \
+#define ATH_CHECK(cond, Kind, ...)                          \
+  do {                                                      \
+    if (!(cond)) [[unlikely]] {                             \
       ::ath::detail::throw_error<::ath::Kind>(__VA_ARGS__); \
-    }                                                      \
+    }                                                       \
   } while (0)
 
 #define ATH_THROW(Kind, ...) ::ath::detail::throw_error<::ath::Kind>(__VA_ARGS__)

@@ -26,7 +26,9 @@ struct BFloat16 {
 
   BFloat16() = default;
   BFloat16(float f) : bits(round(f)) {}  // NOLINT: implicit like a builtin float type
-  operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
+  operator float() const {
+    return detail::bits_float(static_cast<uint32_t>(bits) << 16);
+  }  // NOLINT
 
   static uint16_t round(float f) {
     uint32_t u = detail::float_bits(f);
@@ -45,7 +47,7 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  Half(float f) : bits(from_float(f)) {}  // NOLINT
+  Half(float f) : bits(from_float(f)) {}             // NOLINT
   operator float() const { return to_float(bits); }  // NOLINT
 
   static Half from_bits(uint16_t b) {

@@ -14,12 +14,15 @@ class Scalar {
   Scalar() : Scalar(int64_t{0}) {}
   Scalar(bool v) : kind_(ScalarKind::Bool), i_(v), d_(v) {}  // NOLINT: implicit like a number
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  Scalar(I v) : kind_(ScalarKind::Integral), i_(static_cast<int64_t>(v)),  // NOLINT
-                d_(static_cast<double>(v)) {}
+  requires(!std::same_as<I, bool>) Scalar(I v)
+      : kind_(ScalarKind::Integral),
+        i_(static_cast<int64_t>(v)),  // NOLINT
+        d_(static_cast<double>(v)) {}
   template <std::floating_point F>
-  Scalar(F v) : kind_(ScalarKind::Floating), i_(static_cast<int64_t>(v)),  // NOLINT
-                d_(static_cast<double>(v)) {}
+  Scalar(F v)
+      : kind_(ScalarKind::Floating),
+        i_(static_cast<int64_t>(v)),  // NOLINT
+        d_(static_cast<double>(v)) {}
 
   ScalarKind kind() const { return kind_; }
   bool is_floating() const { return kind_ == ScalarKind::Floating; }
@@ -27,9 +30,12 @@ class Scalar {
   int64_t to_int() const { return i_; }
   template <class T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return d_ != 0;
-    else if constexpr (std::is_integral_v<T>) return kind_ == ScalarKind::Floating ? static_cast<T>(d_) : static_cast<T>(i_);
-    else return static_cast<T>(static_cast<float>(d_));
+    if constexpr (std::is_same_v<T, bool>)
+      return d_ != 0;
+    else if constexpr (std::is_integral_v<T>)
+      return kind_ == ScalarKind::Floating ? static_cast<T>(d_) : static_cast<T>(i_);
+    else
+      return static_cast<T>(static_cast<float>(d_));
   }
 
  private:

@@ -31,7 +31,7 @@ class SmallVec {
   SmallVec(It first, It last) {
     assign(first, last);
   }
-  SmallVec(std::span<const T> s) { assign(s.begin(), s.end()); }  // NOLINT: implicit by design
+  SmallVec(std::span<const T> s) { assign(s.begin(), s.end()); }     // NOLINT: implicit by design
   SmallVec(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT
 
   template <class It>

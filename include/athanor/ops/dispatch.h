@@ -108,6 +108,18 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
   return outputs;
 }
 
+// Runs fn, prefixing any ath::Error it throws with the op's name: for argument checks a public
+// function makes before it reaches call() (normalizing dims, clamping slice bounds).
+template <class Fn>
+decltype(auto) with_op_context(const OpDef& op, Fn&& fn) {
+  try {
+    return fn();
+  } catch (Error& e) {
+    detail::add_context(e, op);
+    throw;
+  }
+}
+
 template <class A>
 Tensor call1(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
   return std::move(call(op, inputs, attrs)[0]);

@@ -31,8 +31,10 @@ Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& 
     detail::check_inputs(op, inputs);
     OutputSpec spec = op.spec().infer(inputs, attrs);
     detail::check_inplace_target(op, self, spec);
-    bool direct = op.inplace == InplacePolicy::OverInput0 && self.is_contiguous() &&
-                  spec.kernel_dtype == self.dtype() && spec.outputs[0].dtype == self.dtype();
+    // Pointwise kernels write any strided output, so only other kinds need a contiguous self.
+    bool direct = op.inplace == InplacePolicy::OverInput0 &&
+                  (op.kind == OpKind::Pointwise || self.is_contiguous()) &&
+                  spec.outputs[0].dtype == self.dtype();
     if (direct) {
       std::vector<Tensor> converted;
       TensorSpan kernel_inputs = detail::promote(op, inputs, spec.kernel_dtype, converted);

@@ -105,8 +105,8 @@ class OpDef {
   int num_inputs = 1;  // -1: variadic (cat, stack)
   int num_outputs = 1;
   InplacePolicy inplace = InplacePolicy::None;
-  uint32_t save_inputs = 0;   // bit i: backward reads input i
-  uint32_t save_outputs = 0;  // bit i: backward reads output i
+  uint32_t save_inputs = 0;       // bit i: backward reads input i
+  uint32_t save_outputs = 0;      // bit i: backward reads output i
   uint32_t promote_inputs = ~0u;  // bit i: input i is converted to the kernel dtype first
   bool differentiable = true;
   std::string not_differentiable_reason;  // required when !differentiable

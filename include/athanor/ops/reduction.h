@@ -15,7 +15,7 @@
 namespace ath {
 
 struct ReduceAttrs {
-  DimList dims;          // empty: all dims
+  DimList dims;  // empty: all dims
   bool keepdim = false;
   std::optional<DType> dtype;  // accumulate/return in this dtype (sum, mean, prod)
 };

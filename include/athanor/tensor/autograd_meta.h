@@ -45,7 +45,7 @@ class Node : public std::enable_shared_from_this<Node> {
   // Whether the node differentiates a view op (its output aliases its input).
   virtual bool is_view() const { return false; }
 
-  std::vector<Edge> next_edges;          // one per forward input
+  std::vector<Edge> next_edges;           // one per forward input
   SmallVec<GradSlotMeta, 4> output_meta;  // one per forward output
   uint64_t sequence_nr;                   // creation order: later nodes run first in backward
   // Hooks on non-leaf tensors, keyed by the forward output they watch.
@@ -55,9 +55,9 @@ class Node : public std::enable_shared_from_this<Node> {
 struct AutogradMeta {
   bool requires_grad = false;
   bool retains_grad = false;
-  std::shared_ptr<Node> grad_fn;      // set for non-leaf tensors
-  uint32_t output_nr = 0;             // which output of grad_fn this tensor is
-  std::shared_ptr<TensorImpl> grad;   // accumulated gradient (leaves, retained non-leaves)
+  std::shared_ptr<Node> grad_fn;         // set for non-leaf tensors
+  uint32_t output_nr = 0;                // which output of grad_fn this tensor is
+  std::shared_ptr<TensorImpl> grad;      // accumulated gradient (leaves, retained non-leaves)
   std::weak_ptr<Node> grad_accumulator;  // leaves: the node that accumulates into `grad`
   std::vector<std::pair<int64_t, GradHook>> hooks;  // leaves' hooks
 };

@@ -61,7 +61,7 @@ class Tensor {
   const Shape& sizes() const { return impl_->sizes; }
   const Strides& strides() const { return impl_->strides; }
   int64_t dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
-  int64_t size(int64_t d) const;    // negative d counts from the end
+  int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t stride(int64_t d) const;
   int64_t storage_offset() const { return impl_->offset; }
   int64_t numel() const { return ath::numel(impl_->sizes); }
@@ -102,7 +102,7 @@ class Tensor {
   Tensor& requires_grad_(bool flag = true);
   const Tensor& requires_grad_(bool flag = true) const;
   bool is_leaf() const;
-  Tensor grad() const;                 // undefined until a backward pass reaches this tensor
+  Tensor grad() const;  // undefined until a backward pass reaches this tensor
   void set_grad(const Tensor& g) const;
   std::shared_ptr<Node> grad_fn() const;
   uint32_t output_nr() const;
@@ -118,11 +118,11 @@ class Tensor {
   Tensor& detach_();
 
   // ---- views (no copy; share storage) -------------------------------------------------
-  Tensor view(const Shape& shape) const;  // one dim may be -1
+  Tensor view(const Shape& shape) const;     // one dim may be -1
   Tensor reshape(const Shape& shape) const;  // a view when strides allow, else a copy
   Tensor permute(const DimList& dims) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const;  // 2-D transpose
+  Tensor t() const;   // 2-D transpose
   Tensor mT() const;  // transpose of the last two dims
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim, std::optional<int64_t> start = {}, std::optional<int64_t> end = {},
@@ -142,7 +142,7 @@ class Tensor {
   // ---- copies and conversion -----------------------------------------------------------
   Tensor contiguous() const;
   Tensor clone() const;
-  Tensor to(DType dtype) const;  // same tensor when the dtype already matches
+  Tensor to(DType dtype) const;      // same tensor when the dtype already matches
   Tensor& copy_(const Tensor& src);  // broadcasts src to this shape, converts dtype
   Tensor& fill_(const Scalar& value);
   Tensor& zero_();

@@ -29,20 +29,23 @@ const Op<AlphaAttrs>& op_add() {
       .kind = OpKind::Pointwise,
       .num_inputs = 2,
       .inplace = InplacePolicy::OverInput0,
-      .infer = [](TensorSpan in, const AlphaAttrs& a) {
-        ATH_CHECK(!(a.alpha.is_floating() && !is_floating(promote_types(in[0].dtype(), in[1].dtype()))),
-                  DTypeError, "a floating alpha needs a floating result, got {} and {}",
-                  dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
-        return binary_pointwise_spec(in);
-      },
-      .backward = [](BackwardContext& ctx, const AlphaAttrs& a) {
-        const Tensor& g = ctx.grad_output(0);
-        if (ctx.needs_grad(0)) ctx.set_grad_input(0, sum_to(g, ctx.input_meta(0).shape));
-        if (ctx.needs_grad(1)) {
-          Tensor gb = a.alpha.to_double() == 1.0 ? g : mul(g, a.alpha);
-          ctx.set_grad_input(1, sum_to(gb, ctx.input_meta(1).shape));
-        }
-      },
+      .infer =
+          [](TensorSpan in, const AlphaAttrs& a) {
+            ATH_CHECK(!(a.alpha.is_floating() &&
+                        !is_floating(promote_types(in[0].dtype(), in[1].dtype()))),
+                      DTypeError, "a floating alpha needs a floating result, got {} and {}",
+                      dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+            return binary_pointwise_spec(in);
+          },
+      .backward =
+          [](BackwardContext& ctx, const AlphaAttrs& a) {
+            const Tensor& g = ctx.grad_output(0);
+            if (ctx.needs_grad(0)) ctx.set_grad_input(0, sum_to(g, ctx.input_meta(0).shape));
+            if (ctx.needs_grad(1)) {
+              Tensor gb = a.alpha.to_double() == 1.0 ? g : mul(g, a.alpha);
+              ctx.set_grad_input(1, sum_to(gb, ctx.input_meta(1).shape));
+            }
+          },
   });
   return op;
 }
@@ -55,15 +58,16 @@ const Op<NoAttrs>& op_mul() {
       .inplace = InplacePolicy::OverInput0,
       .save_inputs = 0b11,
       .infer = [](TensorSpan in, const NoAttrs&) { return binary_pointwise_spec(in); },
-      .backward = [](BackwardContext& ctx, const NoAttrs&) {
-        const Tensor& g = ctx.grad_output(0);
-        if (ctx.needs_grad(0)) {
-          ctx.set_grad_input(0, sum_to(mul(g, ctx.input(1)), ctx.input_meta(0).shape));
-        }
-        if (ctx.needs_grad(1)) {
-          ctx.set_grad_input(1, sum_to(mul(g, ctx.input(0)), ctx.input_meta(1).shape));
-        }
-      },
+      .backward =
+          [](BackwardContext& ctx, const NoAttrs&) {
+            const Tensor& g = ctx.grad_output(0);
+            if (ctx.needs_grad(0)) {
+              ctx.set_grad_input(0, sum_to(mul(g, ctx.input(1)), ctx.input_meta(0).shape));
+            }
+            if (ctx.needs_grad(1)) {
+              ctx.set_grad_input(1, sum_to(mul(g, ctx.input(0)), ctx.input_meta(1).shape));
+            }
+          },
   });
   return op;
 }
@@ -76,15 +80,17 @@ const Op<NoAttrs>& op_div() {
       .inplace = InplacePolicy::OverInput0,
       .save_inputs = 0b11,
       .infer = [](TensorSpan in, const NoAttrs&) { return binary_float_spec(in); },
-      .backward = [](BackwardContext& ctx, const NoAttrs&) {
-        const Tensor& g = ctx.grad_output(0);
-        const Tensor& b = ctx.input(1);
-        if (ctx.needs_grad(0)) ctx.set_grad_input(0, sum_to(div(g, b), ctx.input_meta(0).shape));
-        if (ctx.needs_grad(1)) {  // d(a/b)/db = -a / b^2
-          Tensor gb = neg(div(mul(g, ctx.input(0)), mul(b, b)));
-          ctx.set_grad_input(1, sum_to(gb, ctx.input_meta(1).shape));
-        }
-      },
+      .backward =
+          [](BackwardContext& ctx, const NoAttrs&) {
+            const Tensor& g = ctx.grad_output(0);
+            const Tensor& b = ctx.input(1);
+            if (ctx.needs_grad(0))
+              ctx.set_grad_input(0, sum_to(div(g, b), ctx.input_meta(0).shape));
+            if (ctx.needs_grad(1)) {  // d(a/b)/db = -a / b^2
+              Tensor gb = neg(div(mul(g, ctx.input(0)), mul(b, b)));
+              ctx.set_grad_input(1, sum_to(gb, ctx.input_meta(1).shape));
+            }
+          },
   });
   return op;
 }
@@ -94,13 +100,14 @@ const Op<NoAttrs>& op_neg() {
       .name = "neg",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .infer = [](TensorSpan in, const NoAttrs&) {
-        ATH_CHECK(in[0].dtype() != kBool, DTypeError, "negation of a bool tensor is not supported; use logical_not");
-        return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
-      },
-      .backward = [](BackwardContext& ctx, const NoAttrs&) {
-        ctx.set_grad_input(0, neg(ctx.grad_output(0)));
-      },
+      .infer =
+          [](TensorSpan in, const NoAttrs&) {
+            ATH_CHECK(in[0].dtype() != kBool, DTypeError,
+                      "negation of a bool tensor is not supported; use logical_not");
+            return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
+          },
+      .backward = [](BackwardContext& ctx,
+                     const NoAttrs&) { ctx.set_grad_input(0, neg(ctx.grad_output(0))); },
   });
   return op;
 }

@@ -1,9 +1,10 @@
 // fill_ and the constant factories built on it.
+#include "athanor/ops/fill.h"
+
 #include <cstring>
 
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
-#include "athanor/ops/fill.h"
 
 namespace ath {
 
@@ -13,9 +14,10 @@ const Op<FillAttrs>& op_fill() {
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
       .promote_inputs = 0,
-      .infer = [](TensorSpan in, const FillAttrs&) {
-        return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
-      },
+      .infer =
+          [](TensorSpan in, const FillAttrs&) {
+            return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
+          },
       // The result does not depend on the input's values: its gradient is zero (undefined).
       .backward = [](BackwardContext&, const FillAttrs&) {},
   });
@@ -32,9 +34,12 @@ Tensor& Tensor::zero_() { return fill_(0); }
 namespace {
 DType scalar_default_dtype(const Scalar& v) {
   switch (v.kind()) {
-    case ScalarKind::Bool: return kBool;
-    case ScalarKind::Integral: return kInt64;
-    case ScalarKind::Floating: return kFloat32;
+    case ScalarKind::Bool:
+      return kBool;
+    case ScalarKind::Integral:
+      return kInt64;
+    case ScalarKind::Floating:
+      return kFloat32;
   }
   return kFloat32;
 }

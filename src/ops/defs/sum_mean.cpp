@@ -12,8 +12,10 @@ Shape reduced_shape(const Shape& in, const DimList& dims, bool keepdim) {
   Shape out;
   for (std::size_t d = 0; d < in.size(); ++d) {
     bool reduced = dims.empty() || std::find(dims.begin(), dims.end(), int64_t(d)) != dims.end();
-    if (!reduced) out.push_back(in[d]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(in[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -28,7 +30,8 @@ int64_t reduced_count(const Shape& in, const DimList& dims) {
 Tensor expand_reduced_grad(const Tensor& grad, const Shape& input_shape, const DimList& dims,
                            bool keepdim) {
   if (keepdim || input_shape.empty()) return grad.expand(input_shape);
-  return grad.view(reduced_shape(input_shape, normalize_dims(dims, int64_t(input_shape.size())), true))
+  return grad
+      .view(reduced_shape(input_shape, normalize_dims(dims, int64_t(input_shape.size())), true))
       .expand(input_shape);
 }
 
@@ -54,10 +57,11 @@ const Op<ReduceAttrs>& op_sum() {
       .name = "sum",
       .kind = OpKind::Reduce,
       .infer = sum_spec,
-      .backward = [](BackwardContext& ctx, const ReduceAttrs& a) {
-        const Shape& s = ctx.input_meta(0).shape;
-        ctx.set_grad_input(0, expand_reduced_grad(ctx.grad_output(0), s, a.dims, a.keepdim));
-      },
+      .backward =
+          [](BackwardContext& ctx, const ReduceAttrs& a) {
+            const Shape& s = ctx.input_meta(0).shape;
+            ctx.set_grad_input(0, expand_reduced_grad(ctx.grad_output(0), s, a.dims, a.keepdim));
+          },
   });
   return op;
 }
@@ -66,29 +70,38 @@ const Op<ReduceAttrs>& op_mean() {
   static const auto& op = define_op<ReduceAttrs>({
       .name = "mean",
       .kind = OpKind::Reduce,
-      .infer = [](TensorSpan in, const ReduceAttrs& a) {
-        OutputSpec s = sum_spec(in, a);
-        ATH_CHECK(is_floating(s.kernel_dtype), DTypeError,
-                  "could not infer the output dtype: input dtype {} is not floating; pass dtype",
-                  dtype_name(in[0].dtype()));
-        return s;
-      },
-      .backward = [](BackwardContext& ctx, const ReduceAttrs& a) {
-        const Shape& s = ctx.input_meta(0).shape;
-        int64_t n = reduced_count(s, normalize_dims(a.dims, int64_t(s.size())));
-        Tensor g = div(ctx.grad_output(0), static_cast<double>(std::max<int64_t>(n, 1)));
-        ctx.set_grad_input(0, expand_reduced_grad(g, s, a.dims, a.keepdim));
-      },
+      .infer =
+          [](TensorSpan in, const ReduceAttrs& a) {
+            OutputSpec s = sum_spec(in, a);
+            ATH_CHECK(
+                is_floating(s.kernel_dtype), DTypeError,
+                "could not infer the output dtype: input dtype {} is not floating; pass dtype",
+                dtype_name(in[0].dtype()));
+            return s;
+          },
+      .backward =
+          [](BackwardContext& ctx, const ReduceAttrs& a) {
+            const Shape& s = ctx.input_meta(0).shape;
+            int64_t n = reduced_count(s, normalize_dims(a.dims, int64_t(s.size())));
+            Tensor g = div(ctx.grad_output(0), static_cast<double>(std::max<int64_t>(n, 1)));
+            ctx.set_grad_input(0, expand_reduced_grad(g, s, a.dims, a.keepdim));
+          },
   });
   return op;
 }
 
 Tensor sum(const Tensor& x, const DimList& dims, bool keepdim, std::optional<DType> dtype) {
-  return call1(op_sum(), {x}, normalized(x, ReduceAttrs{.dims = dims, .keepdim = keepdim, .dtype = dtype}));
+  ReduceAttrs a = with_op_context(op_sum(), [&] {
+    return normalized(x, ReduceAttrs{.dims = dims, .keepdim = keepdim, .dtype = dtype});
+  });
+  return call1(op_sum(), {x}, a);
 }
 
 Tensor mean(const Tensor& x, const DimList& dims, bool keepdim, std::optional<DType> dtype) {
-  return call1(op_mean(), {x}, normalized(x, ReduceAttrs{.dims = dims, .keepdim = keepdim, .dtype = dtype}));
+  ReduceAttrs a = with_op_context(op_mean(), [&] {
+    return normalized(x, ReduceAttrs{.dims = dims, .keepdim = keepdim, .dtype = dtype});
+  });
+  return call1(op_mean(), {x}, a);
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
@@ -112,8 +125,12 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor Tensor::sum() const { return ath::sum(*this); }
-Tensor Tensor::sum(const DimList& dims, bool keepdim) const { return ath::sum(*this, dims, keepdim); }
+Tensor Tensor::sum(const DimList& dims, bool keepdim) const {
+  return ath::sum(*this, dims, keepdim);
+}
 Tensor Tensor::mean() const { return ath::mean(*this); }
-Tensor Tensor::mean(const DimList& dims, bool keepdim) const { return ath::mean(*this, dims, keepdim); }
+Tensor Tensor::mean(const DimList& dims, bool keepdim) const {
+  return ath::mean(*this, dims, keepdim);
+}
 
 }  // namespace ath

@@ -13,7 +13,8 @@ void add_kernel(TensorSpan in, std::span<Tensor> out, const AlphaAttrs& a) {
     pointwise_loop<T, T, T>(out[0], {&in[0], &in[1]}, [](C x, C y) { return C(x + y); });
   } else {
     const C alpha = static_cast<C>(a.alpha.to<T>());
-    pointwise_loop<T, T, T>(out[0], {&in[0], &in[1]}, [alpha](C x, C y) { return C(x + alpha * y); });
+    pointwise_loop<T, T, T>(out[0], {&in[0], &in[1]},
+                            [alpha](C x, C y) { return C(x + alpha * y); });
   }
 }
 
@@ -41,7 +42,8 @@ const bool registered = [] {
   register_cpu_numeric(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu<bool>(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu_floating(op_div(), []<class T>() { return &div_kernel<T>; });
-  register_cpu<int32_t, int64_t, float, double, BFloat16, Half>(op_neg(), []<class T>() { return &neg_kernel<T>; });
+  register_cpu<int32_t, int64_t, float, double, BFloat16, Half>(
+      op_neg(), []<class T>() { return &neg_kernel<T>; });
   return true;
 }();
 

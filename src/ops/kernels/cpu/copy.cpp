@@ -1,5 +1,6 @@
 // CPU kernels for the copy ops: one strided, broadcasting, converting loop serves all three.
 #include "athanor/ops/copy.h"
+
 #include "pointwise_loop.h"
 #include "register.h"
 
@@ -21,9 +22,8 @@ Dst convert(compute_t<Src> v) {
 template <class Src>
 void convert_into(Tensor& out, const Tensor& src) {
   dispatch_dtype(out.dtype(), [&]<class Dst>() {
-    pointwise_loop<Dst, Src>(out, {&src}, [](compute_t<Src> v) {
-      return compute_t<Dst>(convert<Src, Dst>(v));
-    });
+    pointwise_loop<Dst, Src>(out, {&src},
+                             [](compute_t<Src> v) { return compute_t<Dst>(convert<Src, Dst>(v)); });
   });
 }
 

@@ -1,4 +1,5 @@
 #include "athanor/ops/fill.h"
+
 #include "pointwise_loop.h"
 #include "register.h"
 

@@ -103,9 +103,8 @@ inline void row_strided(int64_t n, Out* out, int64_t so, const std::tuple<const 
 }
 
 template <class Out, class... In, class F, unsigned... Masks>
-inline bool dispatch_mixed(unsigned mask, int64_t n, Out* out,
-                           const std::tuple<const In*...>& in, F& f,
-                           std::integer_sequence<unsigned, Masks...>) {
+inline bool dispatch_mixed(unsigned mask, int64_t n, Out* out, const std::tuple<const In*...>& in,
+                           F& f, std::integer_sequence<unsigned, Masks...>) {
   using Seq = std::index_sequence_for<In...>;
   return ((mask == Masks ? (row_mixed<Masks, Out, In...>(n, out, in, f, Seq{}), true) : false) ||
           ...);
@@ -119,8 +118,10 @@ inline void run_row(int64_t n, Out* out, int64_t so, const std::tuple<const In*.
   unsigned zero_mask = 0;
   bool unit_or_zero = so == 1;
   for (std::size_t k = 0; k < N; ++k) {
-    if (si[k] == 0) zero_mask |= 1u << k;
-    else if (si[k] != 1) unit_or_zero = false;
+    if (si[k] == 0)
+      zero_mask |= 1u << k;
+    else if (si[k] != 1)
+      unit_or_zero = false;
   }
   if (unit_or_zero) {
     if (zero_mask == 0) return row_contiguous<Out, In...>(n, out, in, f, Seq{});
@@ -165,7 +166,8 @@ void pointwise_loop(Tensor& out, const std::array<const Tensor*, sizeof...(In)>&
       for (std::size_t k = 0; k < N; ++k) si[k] = l.strides[k + 1][0];
       auto ptrs = [&]<std::size_t... I>(std::index_sequence<I...>) {
         return std::make_tuple(static_cast<const In*>(in_base[I]) + off[I]...);
-      }(std::index_sequence_for<In...>{});
+      }
+      (std::index_sequence_for<In...>{});
       run_row<Out, In...>(n, out_base + off_out, l.strides[0][0], ptrs, si, f);
       pos += n;
       idx[0] += n;

@@ -35,7 +35,8 @@ Acc reduce_run(const T* p, int64_t n, Acc init, const Combine& combine) {
   for (int l = 0; l < kLanes; ++l) lanes[l] = init;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = combine(lanes[l], static_cast<Acc>(load(p + i + l)));
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = combine(lanes[l], static_cast<Acc>(load(p + i + l)));
   }
   for (int l = 0; i < n; ++i, ++l) lanes[l] = combine(lanes[l], static_cast<Acc>(load(p + i)));
   for (int w = kLanes / 2; w >= 1; w /= 2) {  // pairwise tree: fixed order

@@ -45,9 +45,12 @@ void sum_kernel(TensorSpan in, std::span<Tensor> out, const ReduceAttrs& a) {
       ATH_THROW(DTypeError, "sum to bool is not supported");
     } else {
       using Acc = std::conditional_t<std::is_floating_point_v<compute_t<O>>, double, int64_t>;
-      using A = std::conditional_t<std::is_same_v<compute_t<T>, double> || !std::is_floating_point_v<compute_t<O>>, Acc, float>;
-      reduce_loop<T, A, O>(in[0], a.dims, out[0], A(0), [](A x, A y) { return x + y; },
-                           [](A v) { return static_cast<compute_t<O>>(v); });
+      using A = std::conditional_t<std::is_same_v<compute_t<T>, double> ||
+                                       !std::is_floating_point_v<compute_t<O>>,
+                                   Acc, float>;
+      reduce_loop<T, A, O>(
+          in[0], a.dims, out[0], A(0), [](A x, A y) { return x + y; },
+          [](A v) { return static_cast<compute_t<O>>(v); });
     }
   });
 }
@@ -58,8 +61,9 @@ void mean_kernel(TensorSpan in, std::span<Tensor> out, const ReduceAttrs& a) {
   const int64_t count = std::max<int64_t>(reduced_count(in[0].shape(), a.dims), 1);
   dispatch_dtype(out[0].dtype(), [&]<class O>() {
     if constexpr (std::is_floating_point_v<compute_t<O>>) {
-      reduce_loop<T, A, O>(in[0], a.dims, out[0], A(0), [](A x, A y) { return x + y; },
-                           [count](A v) { return static_cast<compute_t<O>>(v / static_cast<A>(count)); });
+      reduce_loop<T, A, O>(
+          in[0], a.dims, out[0], A(0), [](A x, A y) { return x + y; },
+          [count](A v) { return static_cast<compute_t<O>>(v / static_cast<A>(count)); });
     } else {
       ATH_THROW(DTypeError, "mean needs a floating output dtype");
     }

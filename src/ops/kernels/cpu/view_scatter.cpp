@@ -24,9 +24,9 @@ void view_scatter_kernel(TensorSpan in, std::span<Tensor> out, const ViewScatter
             "view_scatter: view reaches element {} of {}", max_index, capacity);
   Tensor target = make_view(o, a.size, a.stride, a.offset);
   // Overlapping positions must accumulate, so run serially (grain = everything).
-  pointwise_loop<T, T, T>(target, {&target, &in[0]},
-                          [](compute_t<T> x, compute_t<T> g) { return compute_t<T>(x + g); },
-                          /*grain=*/std::numeric_limits<int64_t>::max());
+  pointwise_loop<T, T, T>(
+      target, {&target, &in[0]}, [](compute_t<T> x, compute_t<T> g) { return compute_t<T>(x + g); },
+      /*grain=*/std::numeric_limits<int64_t>::max());
 }
 
 const bool registered = [] {
