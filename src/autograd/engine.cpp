@@ -42,6 +42,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
   ATH_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), ValueError,
             "backward: got {} roots but {} gradients", roots.size(), grad_roots.size());
   AutoGradMode mode(options.create_graph);
+  // As in PyTorch, building a differentiable backward graph keeps the forward one alive.
+  const bool retain = options.retain_graph || options.create_graph;
 
   // 1. Root gradients and the starting edges.
   std::unordered_map<Node*, GradList> buffers;
@@ -117,7 +119,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     for (const Tensor& g : grads) any = any || g.defined();
     GradList outs;
     if (any) outs = node->apply(std::move(grads));
-    if (!options.retain_graph) node->release_saved();
+    if (!retain) node->release_saved();
 
     if (AnomalyMode::is_enabled()) {
       for (std::size_t i = 0; i < outs.size(); ++i) {

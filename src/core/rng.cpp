@@ -5,13 +5,12 @@
 
 namespace ath {
 
-std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
   // Constants from Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (SC'11).
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
-  uint32_t c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = static_cast<uint64_t>(kM0) * c0;
     uint64_t p1 = static_cast<uint64_t>(kM1) * c2;

@@ -17,7 +17,7 @@
 namespace ath {
 
 struct BackwardOptions {
-  bool retain_graph = false;  // keep saved tensors for another backward
+  bool retain_graph = false;  // keep saved tensors for another backward (implied by create_graph)
   bool create_graph = false;  // record the backward pass itself (higher-order gradients)
 };
 

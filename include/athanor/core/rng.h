@@ -14,8 +14,14 @@
 
 namespace ath {
 
-// One Philox4x32 block: 4 random 32-bit words for (key, counter).
-std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter);
+// The Philox4x32-10 bijection on a full 128-bit counter and 64-bit key (Random123's
+// philox4x32_R(10, ctr, key)); its known-answer vectors are in the tests.
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
+// One block for (key, counter): counter in words 0-1, words 2-3 zero.
+inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter) {
+  return philox4x32_10({static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0, 0},
+                       {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+}
 
 class Generator {
  public:
