@@ -92,3 +92,6 @@ BENCHMARK(BM_DispatchAdd_WithGrad);
 }  // namespace
 
 BENCHMARK_MAIN();
+
+#include "athanor/core/thread_policy.h"
+ATH_SHORT_OPENMP_SPIN();
