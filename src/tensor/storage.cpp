@@ -5,7 +5,7 @@
 namespace ath {
 
 std::shared_ptr<StorageImpl> StorageImpl::allocate(std::size_t nbytes, Device device) {
-  std::shared_ptr<StorageImpl> s(new StorageImpl());
+  auto s = std::make_shared<StorageImpl>(Private{});  // one allocation for object + count
   s->data = detail::cpu_allocate(nbytes);
   s->nbytes = nbytes;
   s->device = device;
@@ -15,7 +15,7 @@ std::shared_ptr<StorageImpl> StorageImpl::allocate(std::size_t nbytes, Device de
 
 std::shared_ptr<StorageImpl> StorageImpl::wrap(void* data, std::size_t nbytes,
                                                std::function<void(void*)> deleter) {
-  std::shared_ptr<StorageImpl> s(new StorageImpl());
+  auto s = std::make_shared<StorageImpl>(Private{});  // one allocation for object + count
   s->data = data;
   s->nbytes = nbytes;
   s->deleter_ = std::move(deleter);

@@ -25,6 +25,13 @@ class SmallVec {
   using const_iterator = const T*;
 
   SmallVec() = default;
+  // Copies only the live entries: shapes are copied on every op call.
+  SmallVec(const SmallVec& o) : size_(o.size_) { std::copy(o.begin(), o.end(), data_.begin()); }
+  SmallVec& operator=(const SmallVec& o) {
+    size_ = o.size_;
+    std::copy(o.begin(), o.end(), data_.begin());
+    return *this;
+  }
   SmallVec(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
   explicit SmallVec(std::size_t n, const T& value = T()) { resize(n, value); }
   template <class It>
@@ -83,7 +90,9 @@ class SmallVec {
   }
 
  private:
-  std::array<T, N> data_{};
+  // Not value-initialized: only [0, size_) is ever read, and zeroing 12 entries per shape shows
+  // up in the dispatch overhead.
+  std::array<T, N> data_;
   std::size_t size_ = 0;
 };
 

@@ -20,6 +20,8 @@ struct StorageImpl {
   static std::shared_ptr<StorageImpl> wrap(void* data, std::size_t nbytes,
                                            std::function<void(void*)> deleter);
 
+  struct Private {};  // lets make_shared construct while keeping the constructor internal
+  explicit StorageImpl(Private) {}
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
   ~StorageImpl();
@@ -30,7 +32,6 @@ struct StorageImpl {
   std::atomic<uint32_t> version{0};
 
  private:
-  StorageImpl() = default;
   bool from_cache_ = false;
   std::function<void(void*)> deleter_;
 };

@@ -141,10 +141,26 @@ void pointwise_loop(Tensor& out, const std::array<const Tensor*, sizeof...(In)>&
   constexpr std::size_t N = sizeof...(In);
   const int64_t total = out.numel();
   if (total == 0) return;
-  LoopLayout<N> l = make_layout<N>(out, ins);
   Out* out_base = static_cast<Out*>(out.data_ptr());
   std::array<const void*, N> in_base{};
   for (std::size_t k = 0; k < N; ++k) in_base[k] = ins[k]->data_ptr();
+  // Fast path: every operand contiguous with out's element count (same shape, no broadcast).
+  bool flat = out.is_contiguous();
+  for (std::size_t k = 0; k < N && flat; ++k) {
+    flat = ins[k]->is_contiguous() && ins[k]->numel() == total;
+  }
+  if (flat) {
+    parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
+      auto ptrs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple(static_cast<const In*>(in_base[I]) + begin...);
+      }
+      (std::index_sequence_for<In...>{});
+      row_contiguous<Out, In...>(end - begin, out_base + begin, ptrs, f,
+                                 std::index_sequence_for<In...>{});
+    });
+    return;
+  }
+  LoopLayout<N> l = make_layout<N>(out, ins);
   parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
     // Position of `begin` in the (innermost-first) index space.
     std::array<int64_t, kMaxDims> idx{};
