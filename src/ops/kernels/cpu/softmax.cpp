@@ -93,14 +93,25 @@ void softmax_kernel(TensorSpan in, std::span<Tensor> out, const SoftmaxAttrs& a)
     for (int64_t j = 0; j < D; ++j) {
       for (int64_t i = 0; i < w; ++i) m[i] = std::max(m[i], C(xb[j * inner + i]));
     }
+    // softmax in full precision keeps the exponentials in y and rescales them; otherwise
+    // (log, or a 16-bit y) the last pass recomputes from x.
+    constexpr bool kStore = !Log && std::is_same_v<T, C>;
     for (int64_t j = 0; j < D; ++j) {
-      for (int64_t i = 0; i < w; ++i) s[i] += exp_c<C>(C(xb[j * inner + i]) - m[i]);
+      for (int64_t i = 0; i < w; ++i) {
+        C e = exp_c<C>(C(xb[j * inner + i]) - m[i]);
+        if constexpr (kStore) yb[j * inner + i] = T(e);
+        s[i] += e;
+      }
     }
     for (int64_t i = 0; i < w; ++i) s[i] = Log ? std::log(s[i]) : C(1) / s[i];
     for (int64_t j = 0; j < D; ++j) {
       for (int64_t i = 0; i < w; ++i) {
-        C v = C(xb[j * inner + i]) - m[i];
-        yb[j * inner + i] = T(Log ? v - s[i] : exp_c<C>(v) * s[i]);
+        if constexpr (kStore) {
+          yb[j * inner + i] *= s[i];
+        } else {
+          C v = C(xb[j * inner + i]) - m[i];
+          yb[j * inner + i] = T(Log ? v - s[i] : exp_c<C>(v) * s[i]);
+        }
       }
     }
   });
