@@ -133,11 +133,41 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
   ctx.output_meta_ = node.output_meta;
   ctx.grad_outputs_ = std::move(grads);
   ctx.grad_inputs_.assign(ctx.input_meta_.size(), Tensor());
-  try {
-    fn(ctx, attrs);
-  } catch (Error& e) {
-    e.prepend("backward of " + op.name + ": ");
-    throw;
+  // Saved outputs are stored without autograd metadata (an output holding its own grad_fn
+  // would be a cycle). When the backward pass is itself recorded (create_graph), a formula
+  // that reads an output must see it as this node's output, as PyTorch's SavedVariable does,
+  // or higher-order gradients lose the path through it: reconnect for the call, then drop the
+  // link again.
+  const bool reconnect = GradMode::is_enabled();
+  if (reconnect) {
+    for (std::size_t i = 0; i < ctx.saved_outputs.size(); ++i) {
+      Tensor& t = ctx.saved_outputs[i];
+      if (!t.defined() || !is_floating(t.dtype())) continue;
+      t = saved_alias(t);
+      AutogradMeta& m = autograd_meta(t);
+      m.requires_grad = true;
+      m.grad_fn = node.shared_from_this();
+      m.output_nr = static_cast<uint32_t>(i);
+    }
+  }
+  struct Disconnect {
+    BackwardContext& ctx;
+    bool active;
+    ~Disconnect() {
+      if (!active) return;
+      for (Tensor& t : ctx.saved_outputs) {
+        if (t.defined()) t = saved_alias(t);
+      }
+    }
+  };
+  {
+    Disconnect guard{ctx, reconnect};
+    try {
+      fn(ctx, attrs);
+    } catch (Error& e) {
+      e.prepend("backward of " + op.name + ": ");
+      throw;
+    }
   }
   GradList result = std::move(ctx.grad_inputs_);
   ctx.grad_outputs_.clear();

@@ -1,0 +1,117 @@
+// CPU kernels for layer_norm and layer_norm_backward. x is viewed as [M, N] rows (N = the
+// normalized elements); statistics accumulate in double, elementwise math runs in float
+// (double for float64).
+//
+// Memory contract. Forward: reads each row twice (moments, in cache-sized chunks; then the
+// normalization, usually still in cache), writes y once and mean/rstd per row. Backward: reads
+// g and x per row twice (two row sums, then dx), writes dx once; dweight/dbias accumulate into
+// per-row-block partials (blocks fixed by M alone) that are then summed in block order, so no
+// result depends on the thread count.
+#include <vector>
+
+#include "athanor/core/parallel.h"
+#include "athanor/ops/nn_functional.h"
+#include "nn_common.h"
+#include "register.h"
+
+namespace ath::kernels {
+namespace {
+
+template <class T>
+void layer_norm_kernel(TensorSpan in, std::span<Tensor> out, const LayerNormAttrs& a) {
+  using C = compute_t<T>;
+  Tensor x = dense(in[0]);
+  const int64_t n = numel(a.normalized_shape), m = out[1].numel();
+  std::vector<C> w = param_or<C>(in[1], a.has_weight, n, C(1));
+  std::vector<C> b = param_or<C>(in[2], a.has_bias, n, C(0));
+  const T* xp = static_cast<const T*>(x.data_ptr());
+  T* yp = static_cast<T*>(out[0].data_ptr());
+  C* mp = out[1].data<C>();
+  C* rp = out[2].data<C>();
+  const C *wp = w.data(), *bp = b.data();
+  const int64_t grain = std::max<int64_t>(1, kPointwiseGrain / std::max<int64_t>(n, 1));
+  parallel_for(0, m, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* xr = xp + i * n;
+      T* yr = yp + i * n;
+      Moments mo = run_moments(xr, n);
+      const C mean = C(mo.mean), r = C(1.0 / std::sqrt(mo.m2 / double(n) + a.eps));
+      mp[i] = mean;
+      rp[i] = r;
+      for (int64_t j = 0; j < n; ++j) yr[j] = T((C(xr[j]) - mean) * r * wp[j] + bp[j]);
+    }
+  });
+}
+
+template <class T>
+void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
+                                const LayerNormBackwardAttrs& a) {
+  using C = compute_t<T>;
+  Tensor g = dense(in[0]), x = dense(in[1]);
+  const int64_t n = numel(a.normalized_shape), m = in[2].numel();
+  Values<C> mean(in[2]), rstd(in[3]);
+  std::vector<C> w = param_or<C>(in[4], a.has_weight, n, C(1));
+  const bool need_dx = a.mask[0] && !skipped(out[0]);
+  const bool need_dw = a.mask[1] && !skipped(out[1]), need_db = a.mask[2] && !skipped(out[2]);
+  const T *gp = static_cast<const T*>(g.data_ptr()), *xp = static_cast<const T*>(x.data_ptr());
+  T* dxp = need_dx ? static_cast<T*>(out[0].data_ptr()) : nullptr;
+  const C* wp = w.data();
+
+  // Row blocks depend on M only; each block owns one partial row for dw and one for db.
+  const int64_t rows_per_block = std::max<int64_t>(1, (m + 63) / 64);
+  const int64_t blocks = m == 0 ? 0 : (m + rows_per_block - 1) / rows_per_block;
+  std::vector<double> pw(need_dw ? static_cast<std::size_t>(blocks * n) : 0);
+  std::vector<double> pb(need_db ? static_cast<std::size_t>(blocks * n) : 0);
+  const int64_t grain =
+      std::max<int64_t>(1, kPointwiseGrain / std::max<int64_t>(n * rows_per_block, 1));
+  parallel_for(0, blocks, grain, [&](int64_t bb, int64_t be) {
+    for (int64_t blk = bb; blk < be; ++blk) {
+      double* aw = need_dw ? pw.data() + blk * n : nullptr;
+      double* ab = need_db ? pb.data() + blk * n : nullptr;
+      for (int64_t i = blk * rows_per_block; i < std::min(m, (blk + 1) * rows_per_block); ++i) {
+        const T *gr = gp + i * n, *xr = xp + i * n;
+        const C mu = mean[i], r = rstd[i];
+        if (need_dx) {
+          double sa = lane_sum<double>(n, [&](int64_t j) { return double(C(gr[j]) * wp[j]); });
+          double sb = lane_sum<double>(
+              n, [&](int64_t j) { return double(C(gr[j]) * wp[j] * ((C(xr[j]) - mu) * r)); });
+          const C ca = C(sa / double(n)), cb = C(sb / double(n));
+          T* dr = dxp + i * n;
+          for (int64_t j = 0; j < n; ++j) {
+            C xh = (C(xr[j]) - mu) * r;
+            dr[j] = T(r * (C(gr[j]) * wp[j] - ca - xh * cb));
+          }
+        }
+        if (aw != nullptr) {
+          for (int64_t j = 0; j < n; ++j) aw[j] += double(C(gr[j]) * ((C(xr[j]) - mu) * r));
+        }
+        if (ab != nullptr) {
+          for (int64_t j = 0; j < n; ++j) ab[j] += double(C(gr[j]));
+        }
+      }
+    }
+  });
+  auto combine = [&](const std::vector<double>& partial, Tensor& dst) {
+    T* d = static_cast<T*>(dst.data_ptr());
+    parallel_for(0, n, kPointwiseGrain / std::max<int64_t>(blocks, 1) + 1,
+                 [&](int64_t jb, int64_t je) {
+                   for (int64_t j = jb; j < je; ++j) {
+                     double s = 0;
+                     for (int64_t blk = 0; blk < blocks; ++blk) s += partial[blk * n + j];
+                     d[j] = T(C(s));
+                   }
+                 });
+  };
+  if (need_dw) combine(pw, out[1]);
+  if (need_db) combine(pb, out[2]);
+}
+
+const bool registered = [] {
+  register_cpu_floating(op_layer_norm(), []<class T>() { return &layer_norm_kernel<T>; });
+  register_cpu_floating(op_layer_norm_backward(),
+                        []<class T>() { return &layer_norm_backward_kernel<T>; });
+  return true;
+}();
+
+}  // namespace
+}  // namespace ath::kernels

@@ -1,0 +1,163 @@
+// Helpers shared by the NN functional kernels (softmax, norms, dropout, embedding): dense
+// operands, small per-channel vectors, a vectorizable exp, lane-strip sums and mergeable
+// moments for numerically robust, thread-count-independent statistics.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "athanor/ops/copy.h"
+#include "athanor/tensor/tensor.h"
+
+namespace ath::kernels {
+
+// t itself when contiguous, else a contiguous copy made by the clone kernel directly: a kernel's
+// scratch copy must not be recorded by autograd or seen by a tracer.
+inline Tensor dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = empty(t.shape(), t.dtype());
+  auto kernel = op_clone().typed_kernel(DeviceType::CPU, t.dtype());
+  Tensor in[1] = {t};
+  kernel(TensorSpan(in), std::span<Tensor>(&out, 1), NoAttrs{});
+  return out;
+}
+
+// The values of a small tensor (weights, statistics) as S, any dtype or layout; a contiguous
+// tensor of dtype S is read in place.
+template <class S>
+class Values {
+ public:
+  Values() = default;
+  explicit Values(const Tensor& t) {
+    if (!t.defined()) return;
+    if (t.is_contiguous() && t.dtype() == cpp_to_dtype<S>()) {
+      ptr_ = static_cast<const S*>(t.data_ptr());
+    } else {
+      own_ = t.to_vector<S>();
+      ptr_ = own_.data();
+    }
+  }
+  const S* data() const { return ptr_; }
+  S operator[](int64_t i) const { return ptr_[i]; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+
+ private:
+  std::vector<S> own_;
+  const S* ptr_ = nullptr;
+};
+
+// The first n values of an optional parameter (weight, bias) as C, or n copies of `fallback`
+// when it is absent.
+template <class C>
+std::vector<C> param_or(const Tensor& t, bool present, int64_t n, C fallback) {
+  if (!present) return std::vector<C>(static_cast<std::size_t>(n), fallback);
+  Values<C> v(t);
+  return std::vector<C>(v.data(), v.data() + n);
+}
+
+// exp for float, vectorizable (no libm call): Cephes' range reduction and degree-6 polynomial,
+// within 2 ulp of expf. Inputs below -87 give 0 (so -inf gives 0, as masked softmax needs);
+// above 88 saturate near FLT_MAX (softmax only feeds it values <= 0); NaN stays NaN.
+inline float exp_fast(float x) {
+  constexpr float kLog2e = 1.44269504088896341f, kMagic = 12582912.0f;  // 1.5 * 2^23
+  float xc = std::min(std::max(x, -87.0f), 88.0f);
+  float t = xc * kLog2e + kMagic;  // round(x * log2(e)) in the low mantissa bits
+  float k = t - kMagic;
+  float r = xc - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  int32_t ki = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
+  float y = e * std::bit_cast<float>((ki + 127) << 23);
+  y = x < -87.0f ? 0.0f : y;
+  return x != x ? x : y;
+}
+
+template <class C>
+inline C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    return exp_fast(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+// sum over j in [0, n) of f(j), in fixed 16-lane strips combined by a fixed tree: vectorizes,
+// and the order (hence the result) depends only on n.
+template <class Acc, class F>
+inline Acc lane_sum(int64_t n, const F& f) {
+  constexpr int kL = 16;
+  Acc lanes[kL] = {};
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL) {
+    for (int l = 0; l < kL; ++l) lanes[l] += f(j + l);
+  }
+  for (int l = 0; j < n; ++j, ++l) lanes[l] += f(j);
+  for (int w = kL / 2; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  }
+  return lanes[0];
+}
+
+template <class Acc, class F>
+inline Acc lane_max(int64_t n, const F& f) {
+  constexpr int kL = 16;
+  Acc lanes[kL];
+  for (auto& v : lanes) v = -std::numeric_limits<Acc>::infinity();
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL) {
+    for (int l = 0; l < kL; ++l) lanes[l] = std::max(lanes[l], f(j + l));
+  }
+  for (int l = 0; j < n; ++j, ++l) lanes[l] = std::max(lanes[l], f(j));
+  for (int w = kL / 2; w >= 1; w /= 2) {
+    for (int l = 0; l < w; ++l) lanes[l] = std::max(lanes[l], lanes[l + w]);
+  }
+  return lanes[0];
+}
+
+// Count, mean and sum of squared deviations of a set of values; two sets merge exactly (Chan et
+// al.), so statistics are built from fixed chunks and merged in a fixed order.
+struct Moments {
+  double n = 0, mean = 0, m2 = 0;
+};
+
+inline Moments merge(const Moments& a, const Moments& b) {
+  if (b.n == 0) return a;
+  if (a.n == 0) return b;
+  double n = a.n + b.n, d = b.mean - a.mean;
+  return {n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)};
+}
+
+inline constexpr int64_t kMomentChunk = 4096;
+
+// Moments of a contiguous run: each chunk of kMomentChunk elements is read twice while it is in
+// cache (mean, then squared deviations: no cancellation), and the chunks merge in order.
+template <class T>
+Moments run_moments(const T* p, int64_t n) {
+  Moments acc;
+  for (int64_t start = 0; start < n; start += kMomentChunk) {
+    const T* q = p + start;
+    int64_t len = std::min(kMomentChunk, n - start);
+    double mean = lane_sum<double>(len, [q](int64_t j) { return double(q[j]); }) / double(len);
+    double m2 = lane_sum<double>(len, [q, mean](int64_t j) {
+      double d = double(q[j]) - mean;
+      return d * d;
+    });
+    acc = merge(acc, Moments{double(len), mean, m2});
+  }
+  return acc;
+}
+
+// Empty tensor of shape [0] standing for an output a backward op was asked not to compute.
+inline bool skipped(const Tensor& t) { return t.dim() == 1 && t.shape()[0] == 0; }
+
+}  // namespace ath::kernels
