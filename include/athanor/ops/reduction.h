@@ -75,7 +75,8 @@ Tensor logsumexp(const Tensor& x, const DimList& dims = {}, bool keepdim = false
 Tensor norm(const Tensor& x, double p = 2, const DimList& dims = {}, bool keepdim = false);
 
 // ---- logic ----------------------------------------------------------------------------------
-// Whether all / any elements are nonzero (NaN counts as nonzero). Any dtype; the result is bool.
+// Whether all / any elements are nonzero (NaN counts as nonzero). Any dtype; the result is always
+// bool (PyTorch 1.13 returns uint8 for a uint8 input). Empty reductions: all -> true, any -> false.
 Tensor all(const Tensor& x, const DimList& dims = {}, bool keepdim = false);
 Tensor any(const Tensor& x, const DimList& dims = {}, bool keepdim = false);
 
