@@ -48,6 +48,28 @@ ATH_OP_ROWS(sum_mean) {
           .inputs({In::randn({70, 3})})
           .call([](const Tensors& x) { return sum(x[0], {0}); })
           .ref(sum_ref({0}, false)),
+      // The in-place outer path: a block of leading reduced dims before kept inner dims.
+      Row("sum", "outer_wide")  // more kept elements than one block: row-by-row accumulation
+          .inputs({In::randn({20, 300})})
+          .call([](const Tensors& x) { return sum(x[0], {0}); })
+          .ref(sum_ref({0}, false))
+          .dtypes({kFloat32, kFloat64, kBFloat16}),
+      Row("sum", "outer_middle")
+          .inputs({In::randn({2, 37, 1, 3})})
+          .call([](const Tensors& x) {
+            return sum(x[0], {1, 2}, true);
+          })
+          .ref(sum_ref({1, 2}, true)),
+      Row("sum", "outer_int")
+          .inputs({In::ints({50, 3}, -100, 100, kInt32)})
+          .call([](const Tensors& x) { return sum(x[0], {0}); })
+          .ref(sum_ref({0}, false))
+          .exact(),
+      Row("mean", "outer")
+          .inputs({In::randn({45, 4})})
+          .call([](const Tensors& x) { return mean(x[0], {0}, true); })
+          .ref(mean_ref({0}, true))
+          .dtypes({kFloat32, kFloat64, kBFloat16}),
       Row("sum", "zero_size")
           .inputs({In::randn({0, 3})})
           .call([](const Tensors& x) { return sum(x[0], {0}); })

@@ -35,6 +35,13 @@ Tensor expand_reduced_grad(const Tensor& grad, const Shape& input_shape, const D
       .expand(input_shape);
 }
 
+Tensor keepdim_view(const Tensor& reduced, const Shape& input_shape, const DimList& dims,
+                    bool keepdim) {
+  if (keepdim || input_shape.empty()) return reduced;
+  return reduced.view(
+      reduced_shape(input_shape, normalize_dims(dims, int64_t(input_shape.size())), true));
+}
+
 namespace {
 
 ReduceAttrs normalized(const Tensor& x, const ReduceAttrs& a) {

@@ -1,37 +1,10 @@
 // CPU kernels for sum and mean. Floats accumulate in float (16-lane strips keep the error
 // near pairwise summation's), doubles in double, integers in int64.
 #include "athanor/ops/reduction.h"
-#include "athanor/tensor/grad_mode.h"
 #include "reduce_loop.h"
 #include "register.h"
 
 namespace ath::kernels {
-
-Tensor reduction_view(const Tensor& x, const DimList& dims, int64_t& m, int64_t& n) {
-  DimList kept, reduced;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    bool r = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end();
-    (r ? reduced : kept).push_back(d);
-  }
-  Shape sizes;
-  Strides strides;
-  m = 1;
-  n = 1;
-  for (int64_t d : kept) {
-    sizes.push_back(x.shape()[d]);
-    strides.push_back(x.strides()[d]);
-    m *= x.shape()[d];
-  }
-  for (int64_t d : reduced) {
-    sizes.push_back(x.shape()[d]);
-    strides.push_back(x.strides()[d]);
-    n *= x.shape()[d];
-  }
-  Tensor v = make_view(x, sizes, strides, x.storage_offset());
-  if (v.is_contiguous()) return v;
-  NoGradGuard no_grad;  // a kernel's scratch copy is not part of the graph
-  return v.clone();
-}
 
 namespace {
 
