@@ -30,7 +30,8 @@ ATH_OP_ROWS(creation) {
           .bad("zero step", [] { arange(0, 10, 0); })
           .bad("step sign", [] { arange(0, 10, -1); })
           .bad("non-finite end", [] { arange(0.0, INFINITY, 1.0); })
-          .bad("bool dtype", [] { arange(0, 3, 1, kBool); }),
+          .bad("bool dtype", [] { arange(0, 3, 1, kBool); })
+          .bad("too many elements", [] { arange(int64_t{0}, int64_t{1} << 60); }),
       Row("arange", "floats")
           .call([](const Tensors&) { return arange(0, 1, 0.1); })
           .ref([](const Tensors&) { return seq_ref(10, [](int64_t i) { return 0.1 * i; }); }),

@@ -283,6 +283,10 @@ ATH_OP_ROWS(shaping) {
           .bad("dim out of range",
                [] {
                  flip(zeros({2, 3}), {2});
+               })
+          .bad("repeated dim through the op",
+               [] {
+                 call1(op_flip(), {zeros({2, 3})}, FlipAttrs{.dims = {1, 1}});
                }),
       Row("flip", "strided")
           .inputs({In::randn({3, 4}).strided()})

@@ -15,7 +15,8 @@ const Op<ArangeAttrs>& op_arange() {
       .num_inputs = 0,
       .infer =
           [](TensorSpan, const ArangeAttrs& a) {
-            ATH_CHECK(a.size >= 0, ValueError, "negative size {}", a.size);
+            ATH_CHECK(a.size >= 0 && a.size <= (int64_t{1} << 56), ValueError,
+                      "invalid number of elements {}", a.size);
             ATH_CHECK(a.dtype != kBool, DTypeError, "bool is not supported");
             return OutputSpec{{{Shape{a.size}, a.dtype}}, a.dtype};
           },
@@ -84,7 +85,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
                       ? std::ceil(static_cast<double>(end.to<int64_t>() - start.to<int64_t>()) /
                                   static_cast<double>(step.to<int64_t>()))
                       : std::ceil((end.to_double() - start.to_double()) / step.to_double());
-    ATH_CHECK(size >= 0 && size < 9.0e18, ValueError, "invalid number of elements {}", size);
+    // Bounded so the byte count can't overflow (no machine holds 2^56 elements anyway).
+    ATH_CHECK(size >= 0 && size <= 0x1p56, ValueError, "invalid number of elements {}", size);
     return ArangeAttrs{
         .start = start, .step = step, .size = static_cast<int64_t>(size), .dtype = t};
   });

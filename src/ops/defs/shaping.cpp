@@ -51,9 +51,13 @@ const Op<FlipAttrs>& op_flip() {
       .kind = OpKind::Opaque,
       .infer =
           [](TensorSpan in, const FlipAttrs& a) {
-            for (int64_t d : a.dims) {
+            for (std::size_t i = 0; i < a.dims.size(); ++i) {
+              int64_t d = a.dims[i];
               ATH_CHECK(d >= 0 && d < std::max<int64_t>(in[0].dim(), 1), IndexError,
                         "dim {} is out of range for a tensor of {} dims", d, in[0].dim());
+              // The kernel negates each listed stride once: a repeat would read out of bounds.
+              ATH_CHECK(std::find(a.dims.begin(), a.dims.begin() + i, d) == a.dims.begin() + i,
+                        ValueError, "dim {} appears multiple times in the list of dims", d);
             }
             return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
           },

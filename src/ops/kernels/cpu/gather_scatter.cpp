@@ -49,27 +49,29 @@ void scatter_impl(TensorSpan in, Tensor& o, int64_t dim, compute_t<T> value) {
   T* op = static_cast<T*>(o.data_ptr());
   Shape rest = is;
   rest[dim] = 1;
-  const int64_t n_dim = is[dim], os_dim = go.strides[dim];
-  parallel_for(0, numel(rest), std::max<int64_t>(1, kPointwiseGrain / n_dim),
-               [&](int64_t b, int64_t e) {
-                 for_each_index(rest, b, e, [&](int64_t, const Index& i) {
-                   T* ob = op + offset_of(i, go.strides, dim);
-                   const int64_t ib = offset_of(i, istr, dim);
-                   for (int64_t j = 0; j < n_dim; ++j) {
-                     T& dst = ob[idx[static_cast<std::size_t>(ib + j * istr[dim])] * os_dim];
-                     if constexpr (M == Mode::Value) {
-                       dst = static_cast<T>(value);
-                     } else {
-                       const T s = sp[offset_of(i, gs.strides, dim) + j * gs.strides[dim]];
-                       if constexpr (M == Mode::Assign) {
-                         dst = s;
-                       } else {
-                         dst = static_cast<T>(static_cast<C>(dst) + static_cast<C>(s));
-                       }
-                     }
-                   }
-                 });
-               });
+  const int64_t n_dim = is[dim], os_dim = go.strides[dim], is_dim = istr[dim];
+  const int64_t ss_dim = M == Mode::Value ? 0 : gs.strides[dim];
+  const Strides& src_strides = M == Mode::Value ? istr : gs.strides;
+  for_each_rest_block<3>(
+      rest, dim, {go.strides, istr, src_strides}, n_dim, [&](int64_t count, const auto& base) {
+        for (int64_t j = 0; j < n_dim; ++j) {
+          for (int64_t r = 0; r < count; ++r) {
+            auto ru = static_cast<std::size_t>(r);
+            int64_t target = idx[static_cast<std::size_t>(base[1][ru] + j * is_dim)];
+            T& dst = op[base[0][ru] + target * os_dim];
+            if constexpr (M == Mode::Value) {
+              dst = static_cast<T>(value);
+            } else {
+              const T s = sp[base[2][ru] + j * ss_dim];
+              if constexpr (M == Mode::Assign) {
+                dst = s;
+              } else {
+                dst = static_cast<T>(static_cast<C>(dst) + static_cast<C>(s));
+              }
+            }
+          }
+        }
+      });
 }
 
 template <class T>

@@ -44,21 +44,23 @@ void index_add_kernel(TensorSpan in, std::span<Tensor> out, const IndexAddAttrs&
   const C alpha = static_cast<C>(a.alpha.to<T>());
   const T* sp = static_cast<const T*>(in[2].data_ptr());
   T* op = static_cast<T*>(o.data_ptr());
-  // Walk the positions outside `dim` (shape with dim set to 1), each adding slices in order.
   Shape rest = go.shape;
   rest[a.dim] = 1;
   const int64_t os_dim = go.strides[a.dim], ss_dim = gs.strides[a.dim];
-  const int64_t n_rest = numel(rest), n_idx = static_cast<int64_t>(idx.size());
-  parallel_for(0, n_rest, std::max<int64_t>(1, kPointwiseGrain / n_idx), [&](int64_t b, int64_t e) {
-    for_each_index(rest, b, e, [&](int64_t, const Index& i) {
-      T* ob = op + offset_of(i, go.strides, a.dim);
-      const T* sb = sp + offset_of(i, gs.strides, a.dim);
-      for (int64_t j = 0; j < n_idx; ++j) {
-        T& dst = ob[idx[static_cast<std::size_t>(j)] * os_dim];
-        dst = static_cast<T>(static_cast<C>(dst) + alpha * static_cast<C>(sb[j * ss_dim]));
-      }
-    });
-  });
+  const int64_t n_idx = static_cast<int64_t>(idx.size());
+  for_each_rest_block<2>(
+      rest, a.dim, {go.strides, gs.strides}, n_idx, [&](int64_t count, const auto& base) {
+        for (int64_t j = 0; j < n_idx; ++j) {
+          const int64_t o_off = idx[static_cast<std::size_t>(j)] * os_dim;
+          const int64_t s_off = j * ss_dim;
+          for (int64_t r = 0; r < count; ++r) {
+            auto ru = static_cast<std::size_t>(r);
+            T& dst = op[base[0][ru] + o_off];
+            dst = static_cast<T>(static_cast<C>(dst) +
+                                 alpha * static_cast<C>(sp[base[1][ru] + s_off]));
+          }
+        }
+      });
 }
 
 const bool registered = [] {

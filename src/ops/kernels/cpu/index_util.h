@@ -2,6 +2,7 @@
 // multi-index, strided offsets, and reading index tensors with range checks.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -79,6 +80,32 @@ inline std::vector<int64_t> read_indices(const Tensor& index, int64_t size, int6
               "index {} is out of bounds for dimension {} with size {}", v, dim, size);
   }
   return out;
+}
+
+// Walks the positions outside `dim` (`rest`: the shape with dim set to 1) in blocks of up to
+// 256, parallel across blocks. For each block, fn(count, bases) gets every position's base offset
+// under each strides set (dim skipped). Callers then loop along dim outermost within the block:
+// accesses stay row-local, and each position still sees its dim entries in ascending order, so
+// accumulation order (and so the result) doesn't depend on how blocks map to threads.
+template <std::size_t K, class F>
+void for_each_rest_block(const Shape& rest, int64_t dim, const std::array<Strides, K>& sets,
+                         int64_t work_per_position, F fn) {
+  constexpr int64_t kBlock = 256;
+  const int64_t grain =
+      std::max<int64_t>(kBlock, kPointwiseGrain / std::max<int64_t>(1, work_per_position));
+  parallel_for(0, numel(rest), grain, [&](int64_t b, int64_t e) {
+    std::array<std::vector<int64_t>, K> bases;
+    for (auto& v : bases) v.resize(static_cast<std::size_t>(kBlock));
+    for (int64_t s = b; s < e; s += kBlock) {
+      const int64_t count = std::min(kBlock, e - s);
+      for_each_index(rest, s, s + count, [&](int64_t k, const Index& i) {
+        for (std::size_t q = 0; q < K; ++q) {
+          bases[q][static_cast<std::size_t>(k - s)] = offset_of(i, sets[q], dim);
+        }
+      });
+      fn(count, bases);
+    }
+  });
 }
 
 // Drops entry `dim` from a shape or strides.

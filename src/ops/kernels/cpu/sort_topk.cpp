@@ -1,7 +1,7 @@
 // sort, topk and one_hot.
 // Memory contract (sort, topk): for each slice along `dim`, reads its elements once into a
-// per-thread buffer, orders a permutation of them, and writes that slice of both outputs
-// (values, int64 indices) once. Slices are independent: parallel across slices.
+// per-thread buffer of (value, position) pairs, orders them, and writes that slice of both
+// outputs (values, int64 indices) once. Slices are independent: parallel across slices.
 // NaN compares above every number (torch's order). Ties keep index order (stable), so results
 // are fully determined by the input.
 // one_hot: zero-fills the output, then writes a 1 per input element (after its range check).
@@ -31,8 +31,8 @@ bool less_nan_last(C a, C b) {
   return (!is_nan(a) && is_nan(b)) || a < b;
 }
 
-// Runs fn(values, perm, out_offset, out_stride) for every slice along dim, where values holds
-// the slice (compute type) and perm is 0..n-1 to be ordered by fn.
+// Runs fn(items, out_offset, out_stride) for every slice along dim, with items the slice's
+// (value, position) pairs for fn to order.
 template <class T, class Fn>
 void for_each_slice(const Tensor& x, const Tensor& out, int64_t dim, Fn fn) {
   using C = compute_t<T>;
@@ -44,65 +44,63 @@ void for_each_slice(const Tensor& x, const Tensor& out, int64_t dim, Fn fn) {
   if (n_rest == 0 || n == 0) return;
   const T* xp = static_cast<const T*>(x.data_ptr());
   parallel_for(0, n_rest, std::max<int64_t>(1, 8192 / n), [&](int64_t b, int64_t e) {
-    std::vector<C> values(static_cast<std::size_t>(n));
-    std::vector<int64_t> perm(static_cast<std::size_t>(n));
+    std::vector<std::pair<C, int64_t>> items(static_cast<std::size_t>(n));
     for_each_index(rest, b, e, [&](int64_t, const Index& i) {
       const T* xb = xp + offset_of(i, gx.strides, dim);
       for (int64_t j = 0; j < n; ++j) {
-        values[static_cast<std::size_t>(j)] = static_cast<C>(xb[j * gx.strides[dim]]);
+        items[static_cast<std::size_t>(j)] = {static_cast<C>(xb[j * gx.strides[dim]]), j};
       }
-      std::iota(perm.begin(), perm.end(), int64_t{0});
-      fn(values, perm, offset_of(i, go.strides, dim), go.strides[dim]);
+      fn(items, offset_of(i, go.strides, dim), go.strides[dim]);
     });
   });
 }
 
+template <class T, class Item>
+void write_items(const std::vector<Item>& items, int64_t count, T* vp, int64_t* ip, int64_t off,
+                 int64_t stride) {
+  for (int64_t j = 0; j < count; ++j) {
+    const Item& it = items[static_cast<std::size_t>(j)];
+    vp[off + j * stride] = static_cast<T>(it.first);
+    ip[off + j * stride] = it.second;
+  }
+}
+
 template <class T>
 void sort_kernel(TensorSpan in, std::span<Tensor> out, const SortAttrs& a) {
-  using C = compute_t<T>;
+  using Item = std::pair<compute_t<T>, int64_t>;
   T* vp = static_cast<T*>(out[0].data_ptr());
   int64_t* ip = static_cast<int64_t*>(out[1].data_ptr());
-  for_each_slice<T>(
-      in[0], out[0], a.dim,
-      [&](const std::vector<C>& v, std::vector<int64_t>& p, int64_t off, int64_t stride) {
-        auto at = [&](int64_t j) { return v[static_cast<std::size_t>(j)]; };
-        if (a.descending) {
-          std::stable_sort(p.begin(), p.end(),
-                           [&](int64_t l, int64_t r) { return less_nan_last(at(r), at(l)); });
-        } else {
-          std::stable_sort(p.begin(), p.end(),
-                           [&](int64_t l, int64_t r) { return less_nan_last(at(l), at(r)); });
-        }
-        for (std::size_t j = 0; j < p.size(); ++j) {
-          vp[off + static_cast<int64_t>(j) * stride] = static_cast<T>(at(p[j]));
-          ip[off + static_cast<int64_t>(j) * stride] = p[j];
-        }
+  for_each_slice<T>(in[0], out[0], a.dim, [&](std::vector<Item>& items, int64_t off, int64_t st) {
+    if (a.descending) {
+      std::stable_sort(items.begin(), items.end(), [](const Item& l, const Item& r) {
+        return less_nan_last(r.first, l.first);
       });
+    } else {
+      std::stable_sort(items.begin(), items.end(), [](const Item& l, const Item& r) {
+        return less_nan_last(l.first, r.first);
+      });
+    }
+    write_items(items, static_cast<int64_t>(items.size()), vp, ip, off, st);
+  });
 }
 
 template <class T>
 void topk_kernel(TensorSpan in, std::span<Tensor> out, const TopkAttrs& a) {
-  using C = compute_t<T>;
+  using Item = std::pair<compute_t<T>, int64_t>;
   if (a.k == 0) return;
   T* vp = static_cast<T*>(out[0].data_ptr());
   int64_t* ip = static_cast<int64_t*>(out[1].data_ptr());
-  for_each_slice<T>(
-      in[0], out[0], a.dim,
-      [&](const std::vector<C>& v, std::vector<int64_t>& p, int64_t off, int64_t stride) {
-        auto at = [&](int64_t j) { return v[static_cast<std::size_t>(j)]; };
-        // A strict total order (ties broken by index) makes partial_sort's result unique.
-        auto first = [&](int64_t l, int64_t r) {
-          C x = at(l), y = at(r);
-          bool before = a.largest ? less_nan_last(y, x) : less_nan_last(x, y);
-          bool after = a.largest ? less_nan_last(x, y) : less_nan_last(y, x);
-          return before || (!after && l < r);
-        };
-        std::partial_sort(p.begin(), p.begin() + a.k, p.end(), first);
-        for (int64_t j = 0; j < a.k; ++j) {
-          vp[off + j * stride] = static_cast<T>(at(p[static_cast<std::size_t>(j)]));
-          ip[off + j * stride] = p[static_cast<std::size_t>(j)];
-        }
-      });
+  const bool largest = a.largest;
+  // A strict total order (ties broken by position) makes partial_sort's result unique.
+  auto first = [largest](const Item& l, const Item& r) {
+    bool before = largest ? less_nan_last(r.first, l.first) : less_nan_last(l.first, r.first);
+    bool after = largest ? less_nan_last(l.first, r.first) : less_nan_last(r.first, l.first);
+    return before || (!after && l.second < r.second);
+  };
+  for_each_slice<T>(in[0], out[0], a.dim, [&](std::vector<Item>& items, int64_t off, int64_t st) {
+    std::partial_sort(items.begin(), items.begin() + a.k, items.end(), first);
+    write_items(items, a.k, vp, ip, off, st);
+  });
 }
 
 void one_hot_kernel(TensorSpan in, std::span<Tensor> out, const OneHotAttrs& a) {
