@@ -37,14 +37,15 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype = kFloat32)
 Tensor eye(int64_t n, std::optional<int64_t> m = {}, DType dtype = kFloat32);
 
 struct RandomOptions {
-  DType dtype = kFloat32;
+  // Unset: float32 (rand, randn, bernoulli), int64 (randint), as in torch. Optional so that
+  // randint(0, 10, {n}, {.generator = &g}) still gives int64.
+  std::optional<DType> dtype;
   Generator* generator = nullptr;  // null: the global generator
 };
 Tensor rand(const Shape& shape, RandomOptions options = {});   // U[0, 1)
 Tensor randn(const Shape& shape, RandomOptions options = {});  // N(0, 1)
 // Integers in [low, high); dtype defaults to int64.
-Tensor randint(int64_t low, int64_t high, const Shape& shape,
-               RandomOptions options = {.dtype = kInt64});
+Tensor randint(int64_t low, int64_t high, const Shape& shape, RandomOptions options = {});
 // Each element 1 with probability p[i] (p a floating tensor in [0, 1]), same shape and dtype.
 Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
 Tensor bernoulli(const Shape& shape, double p, RandomOptions options = {});
@@ -61,5 +62,54 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype,
                  std::function<void(void*)> deleter = {});
 // Same, but copies the data into athanor-owned memory.
 Tensor from_blob_copy(const void* data, const Shape& shape, DType dtype);
+
+// ---- factory ops (no tensor inputs; the shape comes from the attributes) ---------------------
+// Registered so a tracer records them. The random ops read and advance their generator when
+// their kernel runs: a replayed graph draws fresh numbers, and a graph optimizer must never
+// merge (CSE) or constant-fold two of them.
+
+struct ArangeAttrs {
+  Scalar start = 0, step = 1;
+  int64_t size = 0;  // computed by arange(): ceil((end - start) / step)
+  DType dtype = kInt64;
+};
+struct LinspaceAttrs {
+  double start = 0, end = 0;
+  int64_t steps = 0;
+  DType dtype = kFloat32;
+};
+struct EyeAttrs {
+  int64_t n = 0, m = 0;
+  DType dtype = kFloat32;
+};
+struct RandomAttrs {  // rand, randn
+  Shape shape;
+  DType dtype = kFloat32;
+  Generator* generator = nullptr;  // null: default_generator()
+};
+struct RandintAttrs {
+  int64_t low = 0, high = 1;
+  Shape shape;
+  DType dtype = kInt64;
+  Generator* generator = nullptr;
+};
+struct BernoulliAttrs {  // bernoulli(p tensor)
+  Generator* generator = nullptr;
+};
+struct BernoulliScalarAttrs {
+  Shape shape;
+  double p = 0.5;
+  DType dtype = kFloat32;
+  Generator* generator = nullptr;
+};
+
+const Op<ArangeAttrs>& op_arange();
+const Op<LinspaceAttrs>& op_linspace();
+const Op<EyeAttrs>& op_eye();
+const Op<RandomAttrs>& op_rand();
+const Op<RandomAttrs>& op_randn();
+const Op<RandintAttrs>& op_randint();
+const Op<BernoulliAttrs>& op_bernoulli();  // (p)
+const Op<BernoulliScalarAttrs>& op_bernoulli_scalar();
 
 }  // namespace ath

@@ -3,7 +3,9 @@
 
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
+#include "athanor/ops/indexing.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
+#include "athanor/ops/shaping.h"
 #include "athanor/ops/views.h"

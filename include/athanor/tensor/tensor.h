@@ -172,7 +172,16 @@ class Tensor {
   Tensor mean(const DimList& dims, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;
 
-  std::string to_string() const;  // PyTorch-style printout
+  // PyTorch-style printout (precision 4, line width 80, edges of 3 above 1000 elements), with
+  // the shape and dtype always appended, then grad_fn or requires_grad as torch does:
+  //   tensor([[ 1.0000, -2.5000],
+  //           [ 3.0000,  4.0000]], shape=[2, 2], dtype=float32)
+  //   tensor([1, 2, 3], shape=[3], dtype=int64, requires_grad=True)
+  //   tensor(0.5000, shape=[], dtype=float32, grad_fn=<MulBackward>)
+  //   tensor(undefined)
+  // grad_fn is the op's name in PascalCase + "Backward". Suffixes wrap onto a new line past 80
+  // columns, as in torch.
+  std::string to_string() const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -1,0 +1,177 @@
+// Op-table rows: the factory ops (arange, linspace, eye) and the random ones. Random references
+// recompute the documented counter contract from core/rng.h: a fresh Generator(seed) reserves
+// from counter 0, and element i is a function of (seed, 0, i) only.
+#include "support/op_table.h"
+#include "support/reference.h"
+
+namespace ath::testing {
+
+namespace {
+
+constexpr uint64_t kSeed = 1234;
+
+Tensor seq_ref(int64_t n, const std::function<double(int64_t)>& f) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(f(i));
+  return make_f64({n}, v);
+}
+
+}  // namespace
+
+ATH_OP_ROWS(creation) {
+  return {
+      // ---- arange / linspace / eye ----
+      Row("arange", "ints")
+          .call([](const Tensors&) { return arange(0, 10, 3); })
+          .ref([](const Tensors&) {
+            return make_f64({4}, {0, 3, 6, 9});
+          })
+          .exact()
+          .bad("zero step", [] { arange(0, 10, 0); })
+          .bad("step sign", [] { arange(0, 10, -1); })
+          .bad("non-finite end", [] { arange(0.0, INFINITY, 1.0); })
+          .bad("bool dtype", [] { arange(0, 3, 1, kBool); })
+          .bad("too many elements", [] { arange(int64_t{0}, int64_t{1} << 60); }),
+      Row("arange", "floats")
+          .call([](const Tensors&) { return arange(0, 1, 0.1); })
+          .ref([](const Tensors&) { return seq_ref(10, [](int64_t i) { return 0.1 * i; }); }),
+      Row("arange", "negative_step_end_only")
+          .call([](const Tensors&) {
+            return cat({arange(10, 0, -3), arange(3)});
+          })
+          .ref([](const Tensors&) {
+            return make_f64({7}, {10, 7, 4, 1, 0, 1, 2});
+          })
+          .exact(),
+      Row("arange", "empty_f64")
+          .call([](const Tensors&) { return arange(2, 2, 1, kFloat64); })
+          .ref([](const Tensors&) { return zeros({0}, kFloat64); }),
+      Row("linspace")
+          .call([](const Tensors&) { return linspace(-1, 1, 5); })
+          .ref([](const Tensors&) {
+            return make_f64({5}, {-1, -0.5, 0, 0.5, 1});
+          })
+          .bad("negative steps", [] { linspace(0, 1, -1); }),
+      Row("linspace", "one_and_int")
+          .call([](const Tensors&) {
+            return cat({linspace(3, 7, 1, kFloat64), linspace(0, 10, 4, kInt64).to(kFloat64)});
+          })
+          .ref([](const Tensors&) {
+            return make_f64({5}, {3, 0, 3, 6, 10});
+          })
+          .exact(),
+      Row("eye")
+          .call([](const Tensors&) { return eye(3); })
+          .ref([](const Tensors&) {
+            return make_f64({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+          })
+          .exact()
+          .bad("negative n", [] { eye(-1); })
+          .bad("negative m", [] { eye(2, -2); }),
+      Row("eye", "rect_bool")
+          .call([](const Tensors&) { return eye(2, 3, kBool); })
+          .ref([](const Tensors&) {
+            return make_f64({2, 3}, {1, 0, 0, 0, 1, 0});
+          })
+          .exact(),
+
+      // ---- random ----
+      Row("rand", "float32")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            return rand({5000}, {.generator = &g});
+          })
+          .ref([](const Tensors&) {
+            return seq_ref(5000, [](int64_t i) { return philox_uniform(kSeed, 0, i); });
+          })
+          .exact()
+          .bad("negative size",
+               [] {
+                 rand({2, -1});
+               })
+          .bad("integer dtype", [] { rand({2}, {.dtype = kInt64}); }),
+      Row("rand", "float64")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            return rand({100}, {.dtype = kFloat64, .generator = &g});
+          })
+          .ref([](const Tensors&) {
+            return seq_ref(100, [](int64_t i) { return philox_uniform_double(kSeed, 0, i); });
+          })
+          .exact(),
+      Row("randn")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            return randn({2, 500}, {.generator = &g}).flatten();
+          })
+          .ref([](const Tensors&) {
+            return seq_ref(1000, [](int64_t i) { return philox_normal(kSeed, 0, i); });
+          })
+          .bad("negative size", [] { randn({-3}); })
+          .bad("bool dtype", [] { randn({3}, {.dtype = kBool}); }),
+      Row("randint")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            return randint(-3, 7, {300}, {.dtype = kInt64, .generator = &g});
+          })
+          .ref([](const Tensors&) {
+            return seq_ref(300, [](int64_t i) { return -3.0 + philox_word(kSeed, 0, i) % 10; });
+          })
+          .exact()
+          .bad("low >= high", [] { randint(3, 3, {2}); })
+          .bad("range too wide for uint8", [] { randint(0, 300, {2}, {.dtype = kUInt8}); })
+          .bad("negative size", [] { randint(0, 3, {-2}); }),
+      Row("bernoulli", "float32")
+          .inputs({In::uniform({40, 50}, 0, 1).no_grad()})
+          .call([](const Tensors& x) {
+            Generator g(kSeed);
+            return bernoulli(x[0], &g);
+          })
+          .ref([](const Tensors& x) {
+            std::vector<double> p = values(x[0]);
+            return make_f64(x[0].shape(), [&] {
+              std::vector<double> v;
+              for (std::size_t i = 0; i < p.size(); ++i) {
+                v.push_back(philox_uniform(kSeed, 0, i) < p[i] ? 1 : 0);
+              }
+              return v;
+            }());
+          })
+          .dtypes({kFloat32})
+          .exact()
+          .bad("p above 1", [] { bernoulli(full({2}, 1.5)); })
+          .bad("NaN p", [] { bernoulli(full({2}, NAN)); })
+          .bad("integer p", [] { bernoulli(zeros({2}, kInt64)); }),
+      Row("bernoulli", "float64_strided")
+          .inputs({In::uniform({10, 20}, 0, 1).no_grad().strided()})
+          .call([](const Tensors& x) {
+            Generator g(kSeed);
+            return bernoulli(x[0], &g);
+          })
+          .ref([](const Tensors& x) {
+            std::vector<double> p = values(x[0]), v;
+            for (std::size_t i = 0; i < p.size(); ++i) {
+              v.push_back(philox_uniform_double(kSeed, 0, i) < p[i] ? 1 : 0);
+            }
+            return make_f64(x[0].shape(), v);
+          })
+          .dtypes({kFloat64})
+          .exact(),
+      Row("bernoulli_scalar")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            return bernoulli({400}, 0.3, {.dtype = kBFloat16, .generator = &g});
+          })
+          .ref([](const Tensors&) {
+            return seq_ref(400, [](int64_t i) {
+              return philox_uniform_double(kSeed, 0, i) < 0.3 ? 1.0 : 0.0;
+            });
+          })
+          .exact()
+          .bad("p below 0", [] { bernoulli({2}, -0.1); })
+          .bad("p above 1", [] { bernoulli({2}, 1.01); })
+          .bad("negative size", [] { bernoulli({-2}, 0.5); }),
+  };
+}
+
+}  // namespace ath::testing
