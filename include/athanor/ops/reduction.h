@@ -96,7 +96,7 @@ struct NormAttrs {
   DimList dims;
   bool keepdim = false;
 };
-struct DimAttrs {   // max/min along one dim
+struct DimKeepAttrs {   // max/min along one dim
   int64_t dim = 0;  // normalized
   bool keepdim = false;
 };
@@ -118,8 +118,8 @@ const Op<ReduceAttrs>& op_mean();
 const Op<ReduceAttrs>& op_prod();
 const Op<ReduceAttrs>& op_amax();
 const Op<ReduceAttrs>& op_amin();
-const Op<DimAttrs>& op_max_dim();  // outputs: values, indices
-const Op<DimAttrs>& op_min_dim();
+const Op<DimKeepAttrs>& op_max_dim();  // outputs: values, indices
+const Op<DimKeepAttrs>& op_min_dim();
 const Op<ArgAttrs>& op_argmax();
 const Op<ArgAttrs>& op_argmin();
 const Op<VarAttrs>& op_var();

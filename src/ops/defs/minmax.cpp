@@ -31,7 +31,7 @@ void extremum_backward(BackwardContext& ctx, const ReduceAttrs& a) {
   ctx.set_grad_input(0, div(mul(g, mask), count));
 }
 
-OutputSpec dim_spec(TensorSpan in, const DimAttrs& a) {
+OutputSpec dim_spec(TensorSpan in, const DimKeepAttrs& a) {
   const Shape& s = in[0].shape();
   detail::check_dims_in_range({a.dim}, in[0].dim());
   DimList dims = in[0].dim() == 0 ? DimList{} : DimList{a.dim};
@@ -41,7 +41,7 @@ OutputSpec dim_spec(TensorSpan in, const DimAttrs& a) {
 }
 
 // Routes the gradient to the returned index: grad * (indices == arange along dim).
-void dim_backward(BackwardContext& ctx, const DimAttrs& a) {
+void dim_backward(BackwardContext& ctx, const DimKeepAttrs& a) {
   const Shape& s = ctx.input_meta(0).shape;
   Tensor g = ctx.grad_output(0);
   if (s.empty()) {
@@ -107,8 +107,8 @@ const Op<ReduceAttrs>& op_amin() {
   return op;
 }
 
-const Op<DimAttrs>& op_max_dim() {
-  static const auto& op = define_op<DimAttrs>({
+const Op<DimKeepAttrs>& op_max_dim() {
+  static const auto& op = define_op<DimKeepAttrs>({
       .name = "max_dim",
       .kind = OpKind::Reduce,
       .num_outputs = 2,
@@ -119,8 +119,8 @@ const Op<DimAttrs>& op_max_dim() {
   return op;
 }
 
-const Op<DimAttrs>& op_min_dim() {
-  static const auto& op = define_op<DimAttrs>({
+const Op<DimKeepAttrs>& op_min_dim() {
+  static const auto& op = define_op<DimKeepAttrs>({
       .name = "min_dim",
       .kind = OpKind::Reduce,
       .num_outputs = 2,
@@ -163,8 +163,8 @@ Tensor max(const Tensor& x) { return amax(x); }
 Tensor min(const Tensor& x) { return amin(x); }
 
 namespace {
-ValuesIndices along_dim(const Op<DimAttrs>& op, const Tensor& x, int64_t dim, bool keepdim) {
-  DimAttrs a{.dim = with_op_context(op, [&] { return normalize_dim(dim, x.dim()); }),
+ValuesIndices along_dim(const Op<DimKeepAttrs>& op, const Tensor& x, int64_t dim, bool keepdim) {
+  DimKeepAttrs a{.dim = with_op_context(op, [&] { return normalize_dim(dim, x.dim()); }),
              .keepdim = keepdim};
   const Tensor in[1] = {x};
   Outputs out = call(op, TensorSpan(in), a);

@@ -110,7 +110,7 @@ void arg_reduce(const Tensor& x, const DimList& dims, T* values, int64_t* indice
 }
 
 template <class T, bool Max>
-void dim_kernel(TensorSpan in, std::span<Tensor> out, const DimAttrs& a) {
+void dim_kernel(TensorSpan in, std::span<Tensor> out, const DimKeepAttrs& a) {
   if (out[0].numel() == 0) return;
   DimList dims = in[0].dim() == 0 ? DimList{} : DimList{a.dim};
   arg_reduce<T, Max>(in[0], dims, static_cast<T*>(out[0].data_ptr()),
