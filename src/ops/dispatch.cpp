@@ -133,12 +133,17 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
   ctx.output_meta_ = node.output_meta;
   ctx.grad_outputs_ = std::move(grads);
   ctx.grad_inputs_.assign(ctx.input_meta_.size(), Tensor());
+  ctx.node_ = &node;
   try {
     fn(ctx, attrs);
   } catch (Error& e) {
+    ctx.node_ = nullptr;
+    ctx.unpacked_outputs_.clear();
     e.prepend("backward of " + op.name + ": ");
     throw;
   }
+  ctx.node_ = nullptr;
+  ctx.unpacked_outputs_.clear();
   GradList result = std::move(ctx.grad_inputs_);
   ctx.grad_outputs_.clear();
   for (std::size_t i = 0; i < result.size(); ++i) {
@@ -227,10 +232,24 @@ const Tensor& BackwardContext::input(int i) const {
 }
 
 const Tensor& BackwardContext::output(int i) const {
-  const Tensor& t = saved_outputs.at(static_cast<std::size_t>(i));
+  const auto k = static_cast<std::size_t>(i);
+  const Tensor& t = saved_outputs.at(k);
   ATH_CHECK(t.defined(), Error, "backward of '{}' reads output {}, which its op does not save",
             op_name_, i);
-  return t;
+  // The saved alias carries no history (it would make the node own itself). A formula recorded
+  // for double backward must still differentiate through it, so under grad mode the output is
+  // handed out re-attached to this node, as torch's SavedVariable does.
+  if (!GradMode::is_enabled() || node_ == nullptr || !is_floating(t.dtype())) return t;
+  unpacked_outputs_.resize(saved_outputs.size());
+  Tensor& u = unpacked_outputs_[k];
+  if (!u.defined()) {
+    u = make_view(t, t.shape(), t.strides(), t.storage_offset());
+    AutogradMeta& m = autograd_meta(u);
+    m.requires_grad = true;
+    m.grad_fn = node_->shared_from_this();
+    m.output_nr = static_cast<uint32_t>(i);
+  }
+  return u;
 }
 
 bool BackwardContext::grad_output_defined(int i) const {
