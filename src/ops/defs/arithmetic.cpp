@@ -9,7 +9,7 @@ namespace ath {
 
 OutputSpec binary_pointwise_spec(TensorSpan in) {
   Shape shape = broadcast_shapes(in[0].shape(), in[1].shape());
-  DType t = promote_types(in[0].dtype(), in[1].dtype());
+  DType t = result_type(in);
   return OutputSpec{{{shape, t}}, t};
 }
 
@@ -31,9 +31,8 @@ const Op<AlphaAttrs>& op_add() {
       .inplace = InplacePolicy::OverInput0,
       .infer =
           [](TensorSpan in, const AlphaAttrs& a) {
-            ATH_CHECK(!(a.alpha.is_floating() &&
-                        !is_floating(promote_types(in[0].dtype(), in[1].dtype()))),
-                      DTypeError, "a floating alpha needs a floating result, got {} and {}",
+            ATH_CHECK(!(a.alpha.is_floating() && !is_floating(result_type(in))), DTypeError,
+                      "a floating alpha needs a floating result, got {} and {}",
                       dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
             return binary_pointwise_spec(in);
           },
