@@ -117,13 +117,23 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   return add(a, wrap_scalar(b, a), alpha);
 }
+namespace {
+// torch refuses a bool operand on either side (a mask is inverted with logical_not).
+void check_sub_operands(DType a, DType b) {
+  ATH_CHECK(a != kBool && b != kBool, DTypeError,
+            "sub: subtraction with a bool tensor is not supported; use logical_xor or "
+            "logical_not, got {} and {}",
+            dtype_name(a), dtype_name(b));
+}
+}  // namespace
+
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  ATH_CHECK(a.dtype() != kBool || b.dtype() != kBool, DTypeError,
-            "sub: subtracting bool tensors is not supported; use logical_xor");
+  check_sub_operands(a.dtype(), b.dtype());
   Scalar neg_alpha = alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
   return add(a, b, neg_alpha);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  check_sub_operands(a.dtype(), b.kind() == ScalarKind::Bool ? kBool : a.dtype());
   return sub(a, wrap_scalar(b, a), alpha);
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return call1(op_mul(), {a, b}); }
@@ -145,6 +155,7 @@ Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
   return call_inplace(op_add(), *this, TensorSpan(in), AlphaAttrs{.alpha = alpha});
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  check_sub_operands(dtype(), o.dtype());
   Scalar neg_alpha = alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
   return add_(o, neg_alpha);
 }

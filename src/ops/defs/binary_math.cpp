@@ -48,7 +48,8 @@ const Op<NoAttrs>& op_pow() {
           [](BackwardContext& ctx, const NoAttrs&) {
             const Tensor& g = ctx.grad_output(0);
             const Tensor& a = ctx.input(0);
-            const Tensor& b = ctx.input(1);
+            // A bool exponent (float ** mask) takes part as 0/1 integers.
+            const Tensor b = ctx.input(1).dtype() == kBool ? ctx.input(1).to(kInt64) : ctx.input(1);
             if (ctx.needs_grad(0)) {
               // b * a^(b-1), and 0 where b == 0 (the exponent is bumped to 0 there so that
               // 0 * 0^-1 does not make NaN).

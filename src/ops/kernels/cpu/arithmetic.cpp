@@ -42,8 +42,7 @@ const bool registered = [] {
   register_cpu_numeric(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu<bool>(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu_floating(op_div(), []<class T>() { return &div_kernel<T>; });
-  register_cpu<int32_t, int64_t, float, double, BFloat16, Half>(
-      op_neg(), []<class T>() { return &neg_kernel<T>; });
+  register_cpu_numeric(op_neg(), []<class T>() { return &neg_kernel<T>; });  // uint8 wraps
   return true;
 }();
 
