@@ -162,12 +162,14 @@ const Op<NoAttrs>& op_hardsigmoid() {  // 1/6 strictly inside (-3, 3)
   return op;
 }
 
-const Op<NoAttrs>& op_hardswish() {  // 0 below -3, x/3 + 1/2 on [-3, 3], 1 above
+// 0 below -3, x/3 + 1/2 on [-3, 3), 1 from 3 up. At x = 3 torch's vectorized kernel (what
+// tensors of more than a few elements get) gives 1 and its scalar tail 1.5; we follow the former.
+const Op<NoAttrs>& op_hardswish() {
   static const auto& op = define_unary(
       {"hardswish", UnaryRule::SameFloating, 1, 0, [](BackwardContext& c, const NoAttrs&) {
          const Tensor& x = c.input(0);
-         Tensor mid = fmask(c, logical_and(ge(x, -3), le(x, 3)));
-         Tensor high = fmask(c, gt(x, 3));
+         Tensor mid = fmask(c, logical_and(ge(x, -3), lt(x, 3)));
+         Tensor high = fmask(c, ge(x, 3));
          set_scaled(c, add(mul(mid, add(div(x, 3), 0.5)), high));
        }});
   return op;
