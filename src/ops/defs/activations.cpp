@@ -8,6 +8,8 @@ namespace ath {
 
 using detail::as_float;
 using detail::define_unary;
+using detail::kSaveResult;
+using detail::kSaveX;
 using detail::UnaryRule;
 
 namespace {
@@ -22,10 +24,12 @@ Tensor fmask(BackwardContext& ctx, const Tensor& mask) {
 }  // namespace
 
 const Op<NoAttrs>& op_relu() {
-  static const auto& op =
-      define_unary({"relu", UnaryRule::SameNumeric, 0, 1, [](BackwardContext& c, const NoAttrs&) {
-                      set_scaled(c, fmask(c, gt(c.output(0), 0)));
-                    }});
+  static const auto& op = define_unary({.name = "relu",
+                                        .rule = UnaryRule::SameNumeric,
+                                        .save_outputs = kSaveResult,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          set_scaled(c, fmask(c, gt(c.output(0), 0)));
+                                        }});
   return op;
 }
 
@@ -34,7 +38,7 @@ const Op<LeakyReluAttrs>& op_leaky_relu() {
       .name = "leaky_relu",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .save_inputs = 1,
+      .save_inputs = kSaveX,
       .infer = detail::unary_spec<UnaryRule::SameFloating, LeakyReluAttrs>,
       .backward =
           [](BackwardContext& c, const LeakyReluAttrs& a) {  // 1 above 0, slope below
@@ -50,7 +54,7 @@ const Op<EluAttrs>& op_elu() {
       .name = "elu",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .save_inputs = 1,
+      .save_inputs = kSaveX,
       .infer = detail::unary_spec<UnaryRule::SameFloating, EluAttrs>,
       .backward =
           [](BackwardContext& c, const EluAttrs& a) {
@@ -70,7 +74,7 @@ const Op<GeluAttrs>& op_gelu() {
       .name = "gelu",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .save_inputs = 1,
+      .save_inputs = kSaveX,
       .infer = detail::unary_spec<UnaryRule::SameFloating, GeluAttrs>,
       .backward =
           [](BackwardContext& c, const GeluAttrs& a) {
@@ -94,18 +98,23 @@ const Op<GeluAttrs>& op_gelu() {
 }
 
 const Op<NoAttrs>& op_silu() {  // s (1 + x (1 - s)), s = sigmoid(x)
-  static const auto& op =
-      define_unary({"silu", UnaryRule::SameFloating, 1, 0, [](BackwardContext& c, const NoAttrs&) {
-                      const Tensor& x = c.input(0);
-                      Tensor s = sigmoid(x);
-                      set_scaled(c, mul(s, add(mul(x, 1 - s), 1)));
-                    }});
+  static const auto& op = define_unary({.name = "silu",
+                                        .rule = UnaryRule::SameFloating,
+                                        .save_inputs = kSaveX,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          const Tensor& x = c.input(0);
+                                          Tensor s = sigmoid(x);
+                                          set_scaled(c, mul(s, add(mul(x, 1 - s), 1)));
+                                        }});
   return op;
 }
 
 const Op<NoAttrs>& op_mish() {  // t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x))
   static const auto& op =
-      define_unary({"mish", UnaryRule::SameFloating, 1, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "mish",
+                    .rule = UnaryRule::SameFloating,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       const Tensor& x = c.input(0);
                       Tensor t = tanh(softplus(x));
                       set_scaled(c, add(t, mul(mul(x, sigmoid(x)), 1 - mul(t, t))));
@@ -118,7 +127,7 @@ const Op<SoftplusAttrs>& op_softplus() {
       .name = "softplus",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .save_inputs = 1,
+      .save_inputs = kSaveX,
       .infer = detail::unary_spec<UnaryRule::SameFloating, SoftplusAttrs>,
       .backward =
           [](BackwardContext& c, const SoftplusAttrs& a) {  // sigmoid(beta x); 1 where linear
@@ -136,7 +145,7 @@ const Op<HardtanhAttrs>& op_hardtanh() {
       .name = "hardtanh",
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
-      .save_inputs = 1,
+      .save_inputs = kSaveX,
       .infer =
           [](TensorSpan in, const HardtanhAttrs& a) {
             ATH_CHECK(in[0].dtype() != kUInt8 ||
@@ -154,24 +163,29 @@ const Op<HardtanhAttrs>& op_hardtanh() {
 }
 
 const Op<NoAttrs>& op_hardsigmoid() {  // 1/6 strictly inside (-3, 3)
-  static const auto& op = define_unary(
-      {"hardsigmoid", UnaryRule::SameFloating, 1, 0, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& x = c.input(0);
-         set_scaled(c, mul(fmask(c, logical_and(gt(x, -3), lt(x, 3))), 1.0 / 6));
-       }});
+  static const auto& op =
+      define_unary({.name = "hardsigmoid",
+                    .rule = UnaryRule::SameFloating,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& x = c.input(0);
+                      set_scaled(c, mul(fmask(c, logical_and(gt(x, -3), lt(x, 3))), 1.0 / 6));
+                    }});
   return op;
 }
 
 // 0 below -3, x/3 + 1/2 on [-3, 3), 1 from 3 up. At x = 3 torch's vectorized kernel (what
 // tensors of more than a few elements get) gives 1 and its scalar tail 1.5; we follow the former.
 const Op<NoAttrs>& op_hardswish() {
-  static const auto& op = define_unary(
-      {"hardswish", UnaryRule::SameFloating, 1, 0, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& x = c.input(0);
-         Tensor mid = fmask(c, logical_and(ge(x, -3), lt(x, 3)));
-         Tensor high = fmask(c, ge(x, 3));
-         set_scaled(c, add(mul(mid, add(div(x, 3), 0.5)), high));
-       }});
+  static const auto& op = define_unary({.name = "hardswish",
+                                        .rule = UnaryRule::SameFloating,
+                                        .save_inputs = kSaveX,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          const Tensor& x = c.input(0);
+                                          Tensor mid = fmask(c, logical_and(ge(x, -3), lt(x, 3)));
+                                          Tensor high = fmask(c, ge(x, 3));
+                                          set_scaled(c, add(mul(mid, add(div(x, 3), 0.5)), high));
+                                        }});
   return op;
 }
 

@@ -28,6 +28,10 @@ OutputSpec unary_spec(TensorSpan in, const A&) {
   return OutputSpec{{m}, m.dtype};
 }
 
+// Save masks of a unary op: backward reads its input x / its result.
+inline constexpr uint32_t kSaveX = 1;
+inline constexpr uint32_t kSaveResult = 1;
+
 // Everything but the name and the formula is the same for the plain unary ops.
 struct UnaryDef {
   std::string name;

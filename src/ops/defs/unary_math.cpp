@@ -8,43 +8,53 @@
 namespace ath {
 
 using detail::define_unary;
+using detail::kSaveResult;
+using detail::kSaveX;
 using detail::UnaryRule;
 
 namespace {
-constexpr uint32_t kX = 1;       // backward reads the input
-constexpr uint32_t kResult = 1;  // backward reads the output
 constexpr double kLn2 = std::numbers::ln2;
 }  // namespace
 
 // ---- floating result ------------------------------------------------------------------------
 
 const Op<NoAttrs>& op_exp() {
-  static const auto& op = define_unary(
-      {"exp", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         c.set_grad_input(0, mul(c.grad_output(0), c.output(0)));
-       }});
+  static const auto& op = define_unary({.name = "exp",
+                                        .rule = UnaryRule::FloatResult,
+                                        .save_outputs = kSaveResult,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          c.set_grad_input(0, mul(c.grad_output(0), c.output(0)));
+                                        }});
   return op;
 }
 
 const Op<NoAttrs>& op_exp2() {
-  static const auto& op = define_unary(
-      {"exp2", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         c.set_grad_input(0, mul(c.grad_output(0), mul(c.output(0), kLn2)));
-       }});
+  static const auto& op =
+      define_unary({.name = "exp2",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      c.set_grad_input(0, mul(c.grad_output(0), mul(c.output(0), kLn2)));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_log() {
-  static const auto& op =
-      define_unary({"log", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
-                      c.set_grad_input(0, div(c.grad_output(0), c.input(0)));
-                    }});
+  static const auto& op = define_unary({.name = "log",
+                                        .rule = UnaryRule::FloatResult,
+                                        .save_inputs = kSaveX,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          c.set_grad_input(0, div(c.grad_output(0), c.input(0)));
+                                        }});
   return op;
 }
 
 const Op<NoAttrs>& op_log2() {
   static const auto& op =
-      define_unary({"log2", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "log2",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       c.set_grad_input(0, div(c.grad_output(0), mul(c.input(0), kLn2)));
                     }});
   return op;
@@ -52,48 +62,66 @@ const Op<NoAttrs>& op_log2() {
 
 const Op<NoAttrs>& op_log1p() {
   static const auto& op =
-      define_unary({"log1p", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "log1p",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       c.set_grad_input(0, div(c.grad_output(0), add(c.input(0), 1)));
                     }});
   return op;
 }
 
 const Op<NoAttrs>& op_expm1() {
-  static const auto& op = define_unary(
-      {"expm1", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         c.set_grad_input(0, mul(c.grad_output(0), add(c.output(0), 1)));
-       }});
+  static const auto& op =
+      define_unary({.name = "expm1",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      c.set_grad_input(0, mul(c.grad_output(0), add(c.output(0), 1)));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_sqrt() {
-  static const auto& op = define_unary(
-      {"sqrt", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         c.set_grad_input(0, div(c.grad_output(0), mul(c.output(0), 2)));
-       }});
+  static const auto& op =
+      define_unary({.name = "sqrt",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      c.set_grad_input(0, div(c.grad_output(0), mul(c.output(0), 2)));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_rsqrt() {  // d/dx x^-1/2 = -1/2 * result^3
-  static const auto& op = define_unary(
-      {"rsqrt", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         c.set_grad_input(0, mul(c.grad_output(0), mul(pow(c.output(0), 3), -0.5)));
-       }});
+  static const auto& op =
+      define_unary({.name = "rsqrt",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      c.set_grad_input(0, mul(c.grad_output(0), mul(pow(c.output(0), 3), -0.5)));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_reciprocal() {  // d/dx 1/x = -result^2
-  static const auto& op = define_unary(
-      {"reciprocal", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& r = c.output(0);
-         c.set_grad_input(0, neg(mul(c.grad_output(0), mul(r, r))));
-       }});
+  static const auto& op =
+      define_unary({.name = "reciprocal",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& r = c.output(0);
+                      c.set_grad_input(0, neg(mul(c.grad_output(0), mul(r, r))));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_sin() {
   static const auto& op =
-      define_unary({"sin", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "sin",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       c.set_grad_input(0, mul(c.grad_output(0), cos(c.input(0))));
                     }});
   return op;
@@ -101,42 +129,55 @@ const Op<NoAttrs>& op_sin() {
 
 const Op<NoAttrs>& op_cos() {
   static const auto& op =
-      define_unary({"cos", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "cos",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       c.set_grad_input(0, neg(mul(c.grad_output(0), sin(c.input(0)))));
                     }});
   return op;
 }
 
 const Op<NoAttrs>& op_tan() {  // 1 + tan^2
-  static const auto& op = define_unary(
-      {"tan", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& r = c.output(0);
-         c.set_grad_input(0, mul(c.grad_output(0), add(mul(r, r), 1)));
-       }});
+  static const auto& op =
+      define_unary({.name = "tan",
+                    .rule = UnaryRule::FloatResult,
+                    .save_outputs = kSaveResult,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& r = c.output(0);
+                      c.set_grad_input(0, mul(c.grad_output(0), add(mul(r, r), 1)));
+                    }});
   return op;
 }
 
 const Op<NoAttrs>& op_tanh() {  // 1 - tanh^2
-  static const auto& op = define_unary(
-      {"tanh", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& r = c.output(0);
-         c.set_grad_input(0, mul(c.grad_output(0), 1 - mul(r, r)));
-       }});
+  static const auto& op = define_unary({.name = "tanh",
+                                        .rule = UnaryRule::FloatResult,
+                                        .save_outputs = kSaveResult,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          const Tensor& r = c.output(0);
+                                          c.set_grad_input(0, mul(c.grad_output(0), 1 - mul(r, r)));
+                                        }});
   return op;
 }
 
 const Op<NoAttrs>& op_sigmoid() {  // s * (1 - s)
-  static const auto& op = define_unary(
-      {"sigmoid", UnaryRule::FloatResult, 0, kResult, [](BackwardContext& c, const NoAttrs&) {
-         const Tensor& s = c.output(0);
-         c.set_grad_input(0, mul(c.grad_output(0), mul(s, 1 - s)));
-       }});
+  static const auto& op = define_unary({.name = "sigmoid",
+                                        .rule = UnaryRule::FloatResult,
+                                        .save_outputs = kSaveResult,
+                                        .backward = [](BackwardContext& c, const NoAttrs&) {
+                                          const Tensor& s = c.output(0);
+                                          c.set_grad_input(0, mul(c.grad_output(0), mul(s, 1 - s)));
+                                        }});
   return op;
 }
 
 const Op<NoAttrs>& op_erf() {  // 2 / sqrt(pi) * exp(-x^2)
   static const auto& op =
-      define_unary({"erf", UnaryRule::FloatResult, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "erf",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       const Tensor& x = c.input(0);
                       Tensor d = mul(exp(neg(mul(x, x))), 2 * std::numbers::inv_sqrtpi);
                       c.set_grad_input(0, mul(c.grad_output(0), d));
@@ -164,7 +205,10 @@ Tensor erf(const Tensor& x) { return call1(op_erf(), {x}); }
 
 const Op<NoAttrs>& op_abs() {
   static const auto& op =
-      define_unary({"abs", UnaryRule::SameNumeric, kX, 0, [](BackwardContext& c, const NoAttrs&) {
+      define_unary({.name = "abs",
+                    .rule = UnaryRule::SameNumeric,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
                       c.set_grad_input(0, mul(c.grad_output(0), sign(c.input(0))));
                     }});
   return op;
@@ -172,27 +216,31 @@ const Op<NoAttrs>& op_abs() {
 
 // Piecewise constant: zero gradients, as torch gives.
 const Op<NoAttrs>& op_sign() {
-  static const auto& op =
-      define_unary({"sign", UnaryRule::SameAll, 0, 0,
-                    [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
+  static const auto& op = define_unary(
+      {.name = "sign",
+       .rule = UnaryRule::SameAll,
+       .backward = [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
   return op;
 }
 const Op<NoAttrs>& op_floor() {
-  static const auto& op =
-      define_unary({"floor", UnaryRule::SameNumeric, 0, 0,
-                    [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
+  static const auto& op = define_unary(
+      {.name = "floor",
+       .rule = UnaryRule::SameNumeric,
+       .backward = [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
   return op;
 }
 const Op<NoAttrs>& op_ceil() {
-  static const auto& op =
-      define_unary({"ceil", UnaryRule::SameNumeric, 0, 0,
-                    [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
+  static const auto& op = define_unary(
+      {.name = "ceil",
+       .rule = UnaryRule::SameNumeric,
+       .backward = [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
   return op;
 }
 const Op<NoAttrs>& op_trunc() {
-  static const auto& op =
-      define_unary({"trunc", UnaryRule::SameNumeric, 0, 0,
-                    [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
+  static const auto& op = define_unary(
+      {.name = "trunc",
+       .rule = UnaryRule::SameNumeric,
+       .backward = [](BackwardContext& c, const NoAttrs&) { detail::zero_backward(c); }});
   return op;
 }
 
