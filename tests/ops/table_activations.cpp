@@ -170,6 +170,16 @@ ATH_OP_ROWS(activations) {
           .ref(unary_ref([](double v) { return v * relu6(v + 3) / 6; }))
           .dtypes(kAllFloats)
           .bad("integer input", int_input([](const Tensor& t) { return hardswish(t); })),
+      Row("hardswish", "kinks")
+          .inputs({In::fixed({6}, {-4.0, -3.0, -1.0, 0.0, 3.0, 4.0})})
+          .call([](const Tensors& x) { return hardswish(x[0]); })
+          .ref(unary_ref([](double v) { return v * relu6(v + 3) / 6; }))
+          .dtypes(kAllFloats)
+          .no_gradcheck(),
+      Row("hardswish", "zero_dim")
+          .inputs({In::uniform({}, -2.5, 2.5)})
+          .call([](const Tensors& x) { return hardswish(x[0]); })
+          .ref(unary_ref([](double v) { return v * relu6(v + 3) / 6; })),
   };
 }
 

@@ -51,6 +51,12 @@ TEST(PointwiseKernels, IntegerPowWrapsAndHandlesNegativeExponents) {
             (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), -8, 1, -1, 0, 1}));
   EXPECT_EQ(vec<uint8_t>(pow(from_vector<uint8_t>({2, 3}), 8)), (std::vector<uint8_t>{0, 161}));
   EXPECT_EQ(vec<uint8_t>(neg(from_vector<uint8_t>({1, 0}))), (std::vector<uint8_t>{255, 0}));
+  // The largest exponent an uint8 holds computes (wrapping); a larger one is refused, as torch.
+  EXPECT_EQ(vec<uint8_t>(pow(from_vector<uint8_t>({3}), 255)), (std::vector<uint8_t>{171}));
+  EXPECT_THROW(pow(from_vector<uint8_t>({3}), 256), ValueError);
+  EXPECT_THROW(pow(from_vector<int32_t>({3}), int64_t{1} << 40), ValueError);
+  constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(vec<int64_t>(neg(from_vector<int64_t>({kMin64}))), (std::vector<int64_t>{kMin64}));
 }
 
 // Big enough for several threads and the vectorized rows; the operands are a transposed view,

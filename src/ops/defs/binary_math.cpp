@@ -1,4 +1,6 @@
 // Binary (and ternary) math ops: pow, maximum/minimum, fmod/remainder, lerp, clamp.
+#include <cstdint>
+
 #include "pointwise_defs.h"
 
 namespace ath {
@@ -80,6 +82,11 @@ const Op<PowScalarAttrs>& op_pow_tensor_scalar() {
             ATH_CHECK(is_floating(t) || a.exponent.to_int() >= 0, ValueError,
                       "Integers to negative integer powers are not allowed (exponent {})",
                       a.exponent.to_int());
+            // As torch: the exponent must be representable in the integer result type.
+            ATH_CHECK(!(t == kUInt8 && a.exponent.to_int() > 255) &&
+                          !(t == kInt32 && a.exponent.to_int() > INT32_MAX),
+                      ValueError, "exponent {} cannot be converted to {} without overflow",
+                      a.exponent.to_int(), dtype_name(t));
             return OutputSpec{{{in[0].shape(), t}}, t};
           },
       .backward =

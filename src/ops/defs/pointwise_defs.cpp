@@ -80,9 +80,5 @@ void zero_backward(BackwardContext& ctx) {
 
 Tensor as_float(const Tensor& mask, const Tensor& like) { return mask.to(like.dtype()); }
 
-Tensor blend(const Tensor& mask, const Tensor& a, const Tensor& b) {
-  return add(b, mul(as_float(mask, b), sub(a, b)));
-}
-
 }  // namespace detail
 }  // namespace ath

@@ -1,6 +1,6 @@
 // Building blocks shared by the pointwise op definitions: the dtype rules of unary ops, a
-// one-call definition of a unary op, and the mask arithmetic backward formulas use in place of
-// `where` (a bool mask converted to the gradient's dtype multiplies the pieces together).
+// one-call definition of a unary op, and the masks backward formulas multiply by in place of
+// `where` (a bool mask converted to the gradient's dtype).
 #pragma once
 
 #include "athanor/ops/activations.h"
@@ -45,9 +45,8 @@ const Op<NoAttrs>& define_unary(UnaryDef def);
 // Backward of an op whose result is piecewise constant (sign, floor, ...): zeros, as torch.
 void zero_backward(BackwardContext& ctx);
 
-// A bool mask as 0/1 in `like`'s dtype.
+// A bool mask as 0/1 in `like`'s dtype. Backward formulas multiply by masks instead of
+// selecting, so both sides of a kink must stay finite (0 * inf would leak NaN).
 Tensor as_float(const Tensor& mask, const Tensor& like);
-// mask ? a : b for finite a and b (0 * inf would leak NaN: callers keep both sides finite).
-Tensor blend(const Tensor& mask, const Tensor& a, const Tensor& b);
 
 }  // namespace ath::detail

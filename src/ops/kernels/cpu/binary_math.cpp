@@ -10,21 +10,22 @@
 namespace ath::kernels {
 namespace {
 
-// Integer power by squaring; negative exponents give 1, +-1 or 0 as torch's powi does.
+// Integer power by squaring; negative exponents give 1, +-1 or 0 as torch's powi does. The
+// exponent is int64 so a scalar exponent is not truncated to a narrow tensor type first.
 template <class C>
-C powi(C base, C exp) {
-  if constexpr (std::is_signed_v<C>) {
-    if (exp < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exp % 2) != 0 ? C(-1) : C(1);
-      return 0;
+C powi(C base, int64_t exp) {
+  if (exp < 0) {
+    if (base == C(1)) return C(1);
+    if constexpr (std::is_signed_v<C>) {
+      if (base == C(-1)) return (exp % 2) != 0 ? C(-1) : C(1);
     }
+    return C(0);
   }
   using U = std::make_unsigned_t<C>;  // wrap on overflow without UB, as torch's ints do
   U result = 1, b = static_cast<U>(base);
-  for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
-    if (e & 1u) result *= b;
-    b *= b;
+  for (auto e = static_cast<uint64_t>(exp); e != 0; e >>= 1) {
+    if (e & 1u) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
   }
   return static_cast<C>(result);
 }
@@ -36,7 +37,7 @@ void pow_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
     if constexpr (kIsFloat<T>)
       return std::pow(x, y);
     else
-      return powi(x, y);
+      return powi(x, static_cast<int64_t>(y));
   });
 }
 
@@ -56,7 +57,7 @@ void pow_scalar_kernel(TensorSpan in, std::span<Tensor> out, const PowScalarAttr
     const C ec = static_cast<C>(e);
     pointwise_loop<T, T>(o, {x}, [ec](C v) { return std::pow(v, ec); });
   } else {
-    const C e = a.exponent.to<C>();  // >= 0: the shape rule refuses negative integer exponents
+    const int64_t e = a.exponent.to_int();  // >= 0: the shape rule refuses negative ones
     pointwise_loop<T, T>(o, {x}, [e](C v) { return powi(v, e); });
   }
 }
