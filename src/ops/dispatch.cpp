@@ -133,42 +133,17 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
   ctx.output_meta_ = node.output_meta;
   ctx.grad_outputs_ = std::move(grads);
   ctx.grad_inputs_.assign(ctx.input_meta_.size(), Tensor());
-  // Saved outputs are stored without autograd metadata (an output holding its own grad_fn
-  // would be a cycle). When the backward pass is itself recorded (create_graph), a formula
-  // that reads an output must see it as this node's output, as PyTorch's SavedVariable does,
-  // or higher-order gradients lose the path through it: reconnect for the call, then drop the
-  // link again.
-  const bool reconnect = GradMode::is_enabled();
-  if (reconnect) {
-    for (std::size_t i = 0; i < ctx.saved_outputs.size(); ++i) {
-      Tensor& t = ctx.saved_outputs[i];
-      if (!t.defined() || !is_floating(t.dtype())) continue;
-      t = saved_alias(t);
-      AutogradMeta& m = autograd_meta(t);
-      m.requires_grad = true;
-      m.grad_fn = node.shared_from_this();
-      m.output_nr = static_cast<uint32_t>(i);
-    }
+  ctx.node_ = &node;
+  try {
+    fn(ctx, attrs);
+  } catch (Error& e) {
+    ctx.node_ = nullptr;
+    ctx.unpacked_outputs_.clear();
+    e.prepend("backward of " + op.name + ": ");
+    throw;
   }
-  struct Disconnect {
-    BackwardContext& ctx;
-    bool active;
-    ~Disconnect() {
-      if (!active) return;
-      for (Tensor& t : ctx.saved_outputs) {
-        if (t.defined()) t = saved_alias(t);
-      }
-    }
-  };
-  {
-    Disconnect guard{ctx, reconnect};
-    try {
-      fn(ctx, attrs);
-    } catch (Error& e) {
-      e.prepend("backward of " + op.name + ": ");
-      throw;
-    }
-  }
+  ctx.node_ = nullptr;
+  ctx.unpacked_outputs_.clear();
   GradList result = std::move(ctx.grad_inputs_);
   ctx.grad_outputs_.clear();
   for (std::size_t i = 0; i < result.size(); ++i) {
@@ -257,10 +232,24 @@ const Tensor& BackwardContext::input(int i) const {
 }
 
 const Tensor& BackwardContext::output(int i) const {
-  const Tensor& t = saved_outputs.at(static_cast<std::size_t>(i));
+  const auto k = static_cast<std::size_t>(i);
+  const Tensor& t = saved_outputs.at(k);
   ATH_CHECK(t.defined(), Error, "backward of '{}' reads output {}, which its op does not save",
             op_name_, i);
-  return t;
+  // The saved alias carries no history (it would make the node own itself). A formula recorded
+  // for double backward must still differentiate through it, so under grad mode the output is
+  // handed out re-attached to this node, as torch's SavedVariable does.
+  if (!GradMode::is_enabled() || node_ == nullptr || !is_floating(t.dtype())) return t;
+  unpacked_outputs_.resize(saved_outputs.size());
+  Tensor& u = unpacked_outputs_[k];
+  if (!u.defined()) {
+    u = make_view(t, t.shape(), t.strides(), t.storage_offset());
+    AutogradMeta& m = autograd_meta(u);
+    m.requires_grad = true;
+    m.grad_fn = node_->shared_from_this();
+    m.output_nr = static_cast<uint32_t>(i);
+  }
+  return u;
 }
 
 bool BackwardContext::grad_output_defined(int i) const {

@@ -91,6 +91,11 @@ class BackwardContext {
   GradList grad_outputs_;
   GradList grad_inputs_;
   std::string_view op_name_;
+  // While a backward formula runs with grad mode on (create_graph): the node that owns this
+  // context, and the saved outputs re-attached to it (cleared when the formula returns, so the
+  // node never owns a reference to itself).
+  Node* node_ = nullptr;
+  mutable std::vector<Tensor> unpacked_outputs_;
 };
 
 using AnyFn = void (*)();

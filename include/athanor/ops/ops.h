@@ -1,6 +1,8 @@
 // Every op family's public functions.
 #pragma once
 
+#include "athanor/ops/activations.h"
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/indexing.h"

@@ -9,7 +9,7 @@ namespace ath {
 
 OutputSpec binary_pointwise_spec(TensorSpan in) {
   Shape shape = broadcast_shapes(in[0].shape(), in[1].shape());
-  DType t = promote_types(in[0].dtype(), in[1].dtype());
+  DType t = result_type(in);
   return OutputSpec{{{shape, t}}, t};
 }
 
@@ -31,9 +31,8 @@ const Op<AlphaAttrs>& op_add() {
       .inplace = InplacePolicy::OverInput0,
       .infer =
           [](TensorSpan in, const AlphaAttrs& a) {
-            ATH_CHECK(!(a.alpha.is_floating() &&
-                        !is_floating(promote_types(in[0].dtype(), in[1].dtype()))),
-                      DTypeError, "a floating alpha needs a floating result, got {} and {}",
+            ATH_CHECK(!(a.alpha.is_floating() && !is_floating(result_type(in))), DTypeError,
+                      "a floating alpha needs a floating result, got {} and {}",
                       dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
             return binary_pointwise_spec(in);
           },
@@ -118,13 +117,23 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   return add(a, wrap_scalar(b, a), alpha);
 }
+namespace {
+// torch refuses a bool operand on either side (a mask is inverted with logical_not).
+void check_sub_operands(DType a, DType b) {
+  ATH_CHECK(a != kBool && b != kBool, DTypeError,
+            "sub: subtraction with a bool tensor is not supported; use logical_xor or "
+            "logical_not, got {} and {}",
+            dtype_name(a), dtype_name(b));
+}
+}  // namespace
+
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  ATH_CHECK(a.dtype() != kBool || b.dtype() != kBool, DTypeError,
-            "sub: subtracting bool tensors is not supported; use logical_xor");
+  check_sub_operands(a.dtype(), b.dtype());
   Scalar neg_alpha = alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
   return add(a, b, neg_alpha);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  check_sub_operands(a.dtype(), b.kind() == ScalarKind::Bool ? kBool : a.dtype());
   return sub(a, wrap_scalar(b, a), alpha);
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return call1(op_mul(), {a, b}); }
@@ -146,6 +155,7 @@ Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
   return call_inplace(op_add(), *this, TensorSpan(in), AlphaAttrs{.alpha = alpha});
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  check_sub_operands(dtype(), o.dtype());
   Scalar neg_alpha = alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
   return add_(o, neg_alpha);
 }

@@ -33,7 +33,14 @@ void div_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
 template <class T>
 void neg_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   using C = compute_t<T>;
-  pointwise_loop<T, T>(out[0], {&in[0]}, [](C x) { return C(-x); });
+  pointwise_loop<T, T>(out[0], {&in[0]}, [](C x) -> C {
+    if constexpr (std::is_integral_v<C>) {  // through unsigned: -INT_MIN wraps (as torch), no UB
+      using U = std::make_unsigned_t<C>;
+      return static_cast<C>(U(0) - static_cast<U>(x));
+    } else {
+      return -x;
+    }
+  });
 }
 
 const bool registered = [] {
@@ -42,8 +49,7 @@ const bool registered = [] {
   register_cpu_numeric(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu<bool>(op_mul(), []<class T>() { return &mul_kernel<T>; });
   register_cpu_floating(op_div(), []<class T>() { return &div_kernel<T>; });
-  register_cpu<int32_t, int64_t, float, double, BFloat16, Half>(
-      op_neg(), []<class T>() { return &neg_kernel<T>; });
+  register_cpu_numeric(op_neg(), []<class T>() { return &neg_kernel<T>; });  // uint8 wraps
   return true;
 }();
 
