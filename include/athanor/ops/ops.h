@@ -3,6 +3,7 @@
 
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
+#include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
 #include "athanor/ops/views.h"
