@@ -1,6 +1,7 @@
 // Every op family's public functions.
 #pragma once
 
+#include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/linalg.h"
