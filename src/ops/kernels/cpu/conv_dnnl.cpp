@@ -24,6 +24,9 @@ using tag = memory::format_tag;
 
 enum class ConvLayout : int64_t { Plain, Blocked };
 
+// Batch chunks of the weight gradient (fixed, so results do not depend on the thread count).
+constexpr int64_t kWeightGradChunks = 8;
+
 // ATH_CONV_LAYOUT=plain|blocked overrides the choice (for benchmarking).
 std::optional<ConvLayout> layout_override() {
   static const std::optional<ConvLayout> v = []() -> std::optional<ConvLayout> {
@@ -72,6 +75,7 @@ struct Arg {
 
 struct ConvEntry : CachedPrimitive {
   dnnl::primitive prim;
+  memory::desc scratchpad;  // user-managed: allocated per run from athanor's allocator
   std::vector<Arg> args;
 };
 
@@ -91,15 +95,20 @@ Arg make_arg(int id, const memory::desc& user, const memory::desc& prim, bool ou
   return a;
 }
 
+// single_thread: built for one thread, to run inside athanor's own parallel loop; its weight
+// and bias gradients are float32 (partial sums to be reduced).
 std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g, DType t,
-                                           bool with_bias, const memory::dims& pad_r) {
+                                           bool with_bias, const memory::dims& pad_r,
+                                           bool single_thread = false) {
   const ConvLayout layout = conv_layout(kind, g);
   const ConvAttrs& a = g.attrs;
-  PrimitiveKey key(kind);
+  PrimitiveKey key(kind, single_thread ? 1 : 0);
   key.add(t).add(g.n).add(g.c).add(g.h).add(g.w).add(g.o).add(g.kh).add(g.kw).add(g.oh).add(g.ow);
   for (int i = 0; i < 2; ++i) key.add(a.stride[i]).add(a.pad_l[i]).add(pad_r[i]).add(a.dilation[i]);
   key.add(a.groups).add(static_cast<int64_t>(with_bias)).add(static_cast<int64_t>(layout));
   return cached_primitive<ConvEntry>(key, [&] {
+    std::optional<SingleThreadBuild> one_thread;
+    if (single_thread) one_thread.emplace();
     const int64_t grp = a.groups;
     const memory::dims src_d{g.n, g.c, g.h, g.w}, dst_d{g.n, g.o, g.oh, g.ow}, bias_d{g.o};
     const memory::dims wei_d = grp == 1 ? memory::dims{g.o, g.c, g.kh, g.kw}
@@ -116,6 +125,8 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
     const memory::dims pad_l{a.pad_l[0], a.pad_l[1]};
     const auto algo = dnnl::algorithm::convolution_direct;
     auto e = std::make_shared<ConvEntry>();
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     try {
       auto fwd_desc =
           with_bias
@@ -124,9 +135,10 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
                                                 pad_r)
               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, any(src),
                                                 any(wei), any(dst), strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc fwd(fwd_desc, cpu_engine());
+      dnnl::convolution_forward::primitive_desc fwd(fwd_desc, attr, cpu_engine());
       if (kind == PrimKind::ConvFwd) {
         e->prim = dnnl::convolution_forward(fwd);
+        e->scratchpad = fwd.scratchpad_desc();
         e->args = {make_arg(DNNL_ARG_SRC, src, fwd.src_desc(), false),
                    make_arg(DNNL_ARG_WEIGHTS, wei, fwd.weights_desc(), false),
                    make_arg(DNNL_ARG_DST, dst, fwd.dst_desc(), true)};
@@ -135,23 +147,28 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(algo, any(src), any(wei), any(dst), strides, dil,
                                                   pad_l, pad_r),
-            cpu_engine(), fwd);
+            attr, cpu_engine(), fwd);
         e->prim = dnnl::convolution_backward_data(pd);
+        e->scratchpad = pd.scratchpad_desc();
         e->args = {make_arg(DNNL_ARG_DIFF_DST, dst, pd.diff_dst_desc(), false),
                    make_arg(DNNL_ARG_WEIGHTS, wei, pd.weights_desc(), false),
                    make_arg(DNNL_ARG_DIFF_SRC, src, pd.diff_src_desc(), true)};
       } else {
-        auto desc = with_bias
-                        ? dnnl::convolution_backward_weights::desc(
-                              algo, any(src), any(wei), bias, any(dst), strides, dil, pad_l, pad_r)
-                        : dnnl::convolution_backward_weights::desc(
-                              algo, any(src), any(wei), any(dst), strides, dil, pad_l, pad_r);
-        dnnl::convolution_backward_weights::primitive_desc pd(desc, cpu_engine(), fwd);
+        const auto f32 = memory::data_type::f32;
+        const memory::desc dwei(wei_d, f32, grp == 1 ? tag::oihw : tag::goihw);
+        const memory::desc dbias(bias_d, f32, tag::x);
+        auto desc =
+            with_bias ? dnnl::convolution_backward_weights::desc(
+                            algo, any(src), any(dwei), dbias, any(dst), strides, dil, pad_l, pad_r)
+                      : dnnl::convolution_backward_weights::desc(
+                            algo, any(src), any(dwei), any(dst), strides, dil, pad_l, pad_r);
+        dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, cpu_engine(), fwd);
         e->prim = dnnl::convolution_backward_weights(pd);
+        e->scratchpad = pd.scratchpad_desc();
         e->args = {make_arg(DNNL_ARG_SRC, src, pd.src_desc(), false),
                    make_arg(DNNL_ARG_DIFF_DST, dst, pd.diff_dst_desc(), false),
-                   make_arg(DNNL_ARG_DIFF_WEIGHTS, wei, pd.diff_weights_desc(), true)};
-        if (with_bias) e->args.push_back(make_arg(DNNL_ARG_DIFF_BIAS, bias, bias, true));
+                   make_arg(DNNL_ARG_DIFF_WEIGHTS, dwei, pd.diff_weights_desc(), true)};
+        if (with_bias) e->args.push_back(make_arg(DNNL_ARG_DIFF_BIAS, dbias, dbias, true));
       }
     } catch (const dnnl::error& err) {
       throw_dnnl_error(err, "convolution");
@@ -182,6 +199,10 @@ void run(const ConvEntry& e, std::initializer_list<const void*> ptrs) {
       a.reorder->execute(s, user, staged);
     }
     args.emplace(a.id, staged);
+  }
+  if (e.scratchpad.get_size() > 0) {
+    scratch.push_back(empty({static_cast<int64_t>(e.scratchpad.get_size())}, kUInt8));
+    args.emplace(DNNL_ARG_SCRATCHPAD, make_memory(e.scratchpad, scratch.back().data_ptr()));
   }
   e.prim.execute(s, args);
   std::size_t k = 0;
@@ -218,16 +239,66 @@ bool conv_backward_data_dnnl(const Tensor& dst_grad, const Tensor& w, const Tens
   return true;
 }
 
+// The weight gradient sums over the batch. oneDNN splits that sum across threads (so its
+// result would depend on the thread count); instead the batch is cut into a fixed number of
+// chunks, each chunk's gradient is computed by a single-threaded primitive (chunks run in
+// parallel), and the float32 partials are added in chunk order.
 bool conv_backward_weights_dnnl(const Tensor& src, const Tensor& dst_grad, const Tensor& w_grad,
                                 const Tensor* bias_grad, const ConvGeometry& g) {
   auto pad_r = dnnl_pad_r(g);
   if (!pad_r) return false;
-  auto e = get_entry(PrimKind::ConvBwdWeights, g, w_grad.dtype(), bias_grad != nullptr, *pad_r);
-  if (bias_grad != nullptr) {
-    run(*e, {src.data_ptr(), dst_grad.data_ptr(), w_grad.data_ptr(), bias_grad->data_ptr()});
-  } else {
-    run(*e, {src.data_ptr(), dst_grad.data_ptr(), w_grad.data_ptr()});
+  const DType t = w_grad.dtype();
+  const bool with_bias = bias_grad != nullptr;
+  const int64_t chunk = (g.n + kWeightGradChunks - 1) / kWeightGradChunks;
+  const int64_t parts = (g.n + chunk - 1) / chunk;
+  const int64_t wn = w_grad.numel(), bn = with_bias ? g.o : 0;
+  ConvGeometry gc = g;
+  gc.n = chunk;
+  auto full = get_entry(PrimKind::ConvBwdWeights, gc, t, with_bias, *pad_r, true);
+  std::shared_ptr<const ConvEntry> tail;
+  if (g.n % chunk != 0) {
+    gc.n = g.n % chunk;
+    tail = get_entry(PrimKind::ConvBwdWeights, gc, t, with_bias, *pad_r, true);
   }
+  Tensor partial = empty({parts, wn + bn}, kFloat32);
+  float* pp = static_cast<float*>(partial.data_ptr());
+  const auto* xs = static_cast<const char*>(src.data_ptr());
+  const auto* dys = static_cast<const char*>(dst_grad.data_ptr());
+  const std::size_t esize = src.element_size();
+  const int64_t x_sample = g.c * g.h * g.w, dy_sample = g.o * g.oh * g.ow;
+  parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+    // oneDNN reads the thread count at run time too; make it agree with the build (one).
+    SingleThreadBuild one_thread;
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n0 = p * chunk;
+      const ConvEntry& e = (n0 + chunk <= g.n) ? *full : *tail;
+      const void* x = xs + static_cast<std::size_t>(n0 * x_sample) * esize;
+      const void* dy = dys + static_cast<std::size_t>(n0 * dy_sample) * esize;
+      float* out = pp + p * (wn + bn);
+      if (with_bias) {
+        run(e, {x, dy, out, out + wn});
+      } else {
+        run(e, {x, dy, out});
+      }
+    }
+  });
+  dispatch_dtype(t, [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      T* dw = static_cast<T*>(w_grad.data_ptr());
+      T* db = with_bias ? static_cast<T*>(bias_grad->data_ptr()) : nullptr;
+      parallel_for(0, wn + bn, 16384, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) {
+          float acc = pp[j];
+          for (int64_t p = 1; p < parts; ++p) acc += pp[p * (wn + bn) + j];
+          if (j < wn) {
+            dw[j] = static_cast<T>(acc);
+          } else {
+            db[j - wn] = static_cast<T>(acc);
+          }
+        }
+      });
+    }
+  });
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include "dnnl_utils.h"
 
+#include <omp.h>
+
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -44,11 +46,14 @@ dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr) {
   return dnnl::memory(md, cpu_engine(), const_cast<void*>(ptr));
 }
 
-PrimitiveKey::PrimitiveKey(PrimKind kind) {
+PrimitiveKey::PrimitiveKey(PrimKind kind, int threads) {
   values_.reserve(48);
   values_.push_back(static_cast<int64_t>(kind));
-  values_.push_back(get_num_threads());
+  values_.push_back(threads > 0 ? threads : get_num_threads());
 }
+
+SingleThreadBuild::SingleThreadBuild() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+SingleThreadBuild::~SingleThreadBuild() { omp_set_num_threads(saved_); }
 
 PrimitiveKey& PrimitiveKey::add(double v) {
   int64_t bits = 0;

@@ -40,7 +40,8 @@ enum class PrimKind : int64_t { Matmul = 1, ConvFwd, ConvBwdData, ConvBwdWeights
 
 class PrimitiveKey {
  public:
-  explicit PrimitiveKey(PrimKind kind);
+  // threads: the thread count the primitive is built for (default: the current one).
+  explicit PrimitiveKey(PrimKind kind, int threads = 0);
   PrimitiveKey& add(int64_t v) {
     values_.push_back(v);
     return *this;
@@ -73,6 +74,19 @@ std::shared_ptr<const E> cached_primitive(const PrimitiveKey& key, Make make) {
       detail::cached_primitive_impl(key, [&] { return std::shared_ptr<CachedPrimitive>(make()); });
   return std::static_pointer_cast<const E>(p);
 }
+
+// Builds primitives for one thread while alive (oneDNN sizes its work split at build time):
+// for primitives that run inside athanor's own parallel loops.
+class SingleThreadBuild {
+ public:
+  SingleThreadBuild();
+  ~SingleThreadBuild();
+  SingleThreadBuild(const SingleThreadBuild&) = delete;
+  SingleThreadBuild& operator=(const SingleThreadBuild&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Builds a primitive descriptor, translating oneDNN's "unimplemented" into NotImplementedError
 // naming what was asked for.

@@ -1,9 +1,13 @@
 // The oneDNN matrix product (float32, bfloat16): see gemm.h for the contract.
 //
-// Operands go to oneDNN with their own strides, so transposed views cost nothing; batch dims
-// broadcast as size-1 dims (oneDNN's own broadcasting: a stride-0 dim would send it to its
-// reference kernel). Only matrices whose two inner dims are neither row- nor column-major (e.g.
-// a slice with a step in both) are copied first. Primitives are cached (dnnl_utils.h).
+// Operands go to oneDNN with their own strides, so a transposed right operand (w.t() in
+// linear, b.t() in a backward pass) costs nothing; batch dims broadcast as size-1 dims
+// (oneDNN's own broadcasting: a stride-0 dim would send it to its reference kernel). Copied
+// first: a column-major left operand (oneDNN's brgemm then splits K across threads, so the
+// sums would depend on the thread count; the copy is O(M K) next to O(M N K)), a matrix that
+// is neither row- nor column-major, and any layout for which oneDNN does not pick its brgemm
+// kernel. With row-major left operands brgemm splits only M and N across threads, so every
+// output element sums over K in one fixed order. Primitives are cached (dnnl_utils.h).
 //
 // Bias: with alpha == beta == 1 it is oneDNN's bias argument (fused, no extra pass);
 // otherwise c is prefilled with the broadcast bias and the primitive computes
@@ -36,7 +40,9 @@ void tidy_unit_dims(Layout& l, std::size_t first, std::size_t last) {
 }
 
 // t's layout in nd dims (batch right-aligned), or nullopt when its matrix dims need a copy.
-std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd) {
+// The left operand must be row-major: oneDNN splits K across threads for a column-major one,
+// which makes the result depend on the thread count.
+std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd, bool allow_col_major) {
   Layout l{Shape(nd, 1), Strides(nd, 0)};
   const std::size_t off = nd - static_cast<std::size_t>(t.dim());
   for (std::size_t d = 0; d < static_cast<std::size_t>(t.dim()); ++d) {
@@ -49,7 +55,7 @@ std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd) {
   int64_t& sc = l.strides[nd - 1];
   const int64_t rows = l.sizes[nd - 2], cols = l.sizes[nd - 1];
   const bool row_major = (cols == 1 || sc == 1) && (rows == 1 || sr >= cols);
-  const bool col_major = (rows == 1 || sr == 1) && (cols == 1 || sc >= rows);
+  const bool col_major = allow_col_major && (rows == 1 || sr == 1) && (cols == 1 || sc >= rows);
   if (row_major) {
     if (cols == 1) sc = 1;
     if (rows == 1) sr = cols;
@@ -81,12 +87,14 @@ enum class BiasMode : int64_t { None, Fused, Prefilled };
 struct MatmulEntry : CachedPrimitive {
   dnnl::matmul prim;
   dnnl::memory::desc a, b, c, bias;
+  dnnl::memory::desc scratchpad;   // user-managed: allocated per call from athanor's allocator
   BiasMode mode = BiasMode::None;  // how this primitive takes the bias (see the file comment)
-  bool reference_impl = false;     // oneDNN fell back to its slow reference kernel
+  bool brgemm = false;             // oneDNN's fast kernel (else ref or gemm:jit, see gemm_dnnl)
 };
 
 void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double alpha, double beta) {
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
   if (mode == BiasMode::Prefilled) {
     dnnl::post_ops ops;
@@ -103,7 +111,8 @@ void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double al
       pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a, e.b, e.c), attr, cpu_engine());
     }
     e.mode = mode;
-    e.reference_impl = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+    e.brgemm = std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
+    e.scratchpad = pd.scratchpad_desc();
     e.prim = dnnl::matmul(pd);
   } catch (const dnnl::error& err) {
     throw_dnnl_error(err, "matrix product");
@@ -125,8 +134,7 @@ std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const
     build(*e, t, mode, bias, alpha, beta);
     // oneDNN's fast kernels take a per-column bias only; for others a prefilled output and a
     // sum post-op beat its reference kernel by orders of magnitude.
-    if (e->reference_impl && mode == BiasMode::Fused)
-      build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0);
+    if (!e->brgemm && mode == BiasMode::Fused) build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0);
     return e;
   });
 }
@@ -149,9 +157,9 @@ void gemm_dnnl(const GemmArgs& g) {
     return;
   }
   Tensor a = g.a, b = g.b;
-  std::optional<Layout> la = operand_layout(a, nd), lb = operand_layout(b, nd);
-  if (!la) la = operand_layout(a = a.contiguous(), nd);
-  if (!lb) lb = operand_layout(b = b.contiguous(), nd);
+  std::optional<Layout> la = operand_layout(a, nd, false), lb = operand_layout(b, nd, true);
+  if (!la) la = operand_layout(a = a.contiguous(), nd, false);
+  if (!lb) lb = operand_layout(b = b.contiguous(), nd, true);
   BiasMode mode = beta == 0                     ? BiasMode::None
                   : (g.alpha == 1 && beta == 1) ? BiasMode::Fused
                                                 : BiasMode::Prefilled;
@@ -159,8 +167,9 @@ void gemm_dnnl(const GemmArgs& g) {
   if (mode == BiasMode::Fused) lbias = bias_layout(g.bias, cs);
   auto entry = get_primitive(t, *la, *lb, cs, lbias ? &*lbias : nullptr, mode, g.alpha,
                              mode == BiasMode::Prefilled ? beta : 0.0);
-  if (entry->reference_impl && !(a.is_contiguous() && b.is_contiguous())) {
-    // A layout oneDNN only handles in its reference kernel: dense copies are much faster.
+  if (!entry->brgemm && !(a.is_contiguous() && b.is_contiguous())) {
+    // Padded rows or permuted batches send oneDNN to its reference or gemm:jit kernels,
+    // which are slower and split K across threads: dense copies avoid both.
     GemmArgs dense = g;
     dense.a = a.contiguous();
     dense.b = b.contiguous();
@@ -175,6 +184,11 @@ void gemm_dnnl(const GemmArgs& g) {
       {DNNL_ARG_DST, make_memory(entry->c, g.c.data_ptr())}};
   if (entry->mode == BiasMode::Fused)
     args.emplace(DNNL_ARG_BIAS, make_memory(entry->bias, g.bias.data_ptr()));
+  Tensor scratch;
+  if (entry->scratchpad.get_size() > 0) {
+    scratch = empty({static_cast<int64_t>(entry->scratchpad.get_size())}, kUInt8);
+    args.emplace(DNNL_ARG_SCRATCHPAD, make_memory(entry->scratchpad, scratch.data_ptr()));
+  }
   dnnl::stream& s = cpu_stream();
   entry->prim.execute(s, args);
   s.wait();
