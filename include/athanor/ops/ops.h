@@ -3,9 +3,11 @@
 
 #include "athanor/ops/activations.h"
 #include "athanor/ops/comparison.h"
+#include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/indexing.h"
+#include "athanor/ops/linalg.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"

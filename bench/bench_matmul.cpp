@@ -1,0 +1,132 @@
+// SGEMM: athanor's mm against a direct oneDNN matmul call (primitive built once, buffers
+// allocated once) on the same shapes, on 2 threads.
+//
+//   ./build/bench/bench_matmul                        # 3 rounds per size, then the summary
+//   ./build/bench/bench_matmul --rounds=5 --benchmark_min_time=1
+//
+// The machine is noisy (other processes, slow spells), so the two are timed as pairs: every
+// benchmark iteration runs athanor's mm and then the direct call, each timed on its own, and
+// both GFLOP/s (2 M N K per call) plus their ratio are reported for the same stretch of time.
+// The summary prints the medians over rounds; target athanor / oneDNN >= 0.95 (athanor's
+// per-call costs: dispatch, output allocation, primitive-cache lookup, must stay in the noise).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "athanor/athanor.h"
+
+namespace {
+
+constexpr int kThreads = 2;
+using Clock = std::chrono::steady_clock;
+
+// Normal(0, 1) values from a fixed seed (host-side, so the bench needs no RNG op).
+ath::Tensor random(const ath::Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return ath::from_vector(v, shape);
+}
+
+void sgemm_pair(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  ath::set_num_threads(kThreads);
+  using dnnl::memory;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  memory::desc md({n, n}, memory::data_type::f32, memory::format_tag::ab);
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+  ath::Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = ath::empty({n, n});
+  memory ma(md, eng, a.data_ptr()), mb(md, eng, b.data_ptr()), mc(md, eng, c.data_ptr());
+  auto direct = [&] {
+    prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    s.wait();
+  };
+  for (int i = 0; i < 3; ++i) {  // warm both paths (JIT, caches, allocator)
+    direct();
+    ath::mm(a, b);
+  }
+  double t_ours = 0, t_theirs = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    ath::Tensor out = ath::mm(a, b);
+    benchmark::DoNotOptimize(out.data_ptr());
+    auto t1 = Clock::now();
+    direct();
+    auto t2 = Clock::now();
+    t_ours += std::chrono::duration<double>(t1 - t0).count();
+    t_theirs += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double flops = 2.0 * double(n) * double(n) * double(n) * double(state.iterations());
+  state.counters["athanor_GFLOP/s"] = flops / t_ours / 1e9;
+  state.counters["onednn_GFLOP/s"] = flops / t_theirs / 1e9;
+  state.counters["ratio"] = t_theirs / t_ours;
+}
+
+// Collects the counters per size while printing as usual.
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      const std::string name = r.benchmark_name();  // sgemm/round<r>/<n>/real_time
+      const std::size_t at = name.find('/', name.find("/round") + 1);
+      const int64_t n = std::atoll(name.c_str() + at + 1);
+      for (const char* k : {"athanor_GFLOP/s", "onednn_GFLOP/s", "ratio"})
+        results[n][k].push_back(r.counters.at(k).value);
+    }
+  }
+  std::map<int64_t, std::map<std::string, std::vector<double>>> results;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 3;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
+      rounds = std::max(1, std::atoi(argv[i] + 9));
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  const std::vector<int64_t> sizes{256, 1024};
+  for (int r = 0; r < rounds; ++r) {
+    for (int64_t n : sizes) {
+      benchmark::RegisterBenchmark(fmt::format("sgemm/round{}", r).c_str(), sgemm_pair)
+          ->Arg(n)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  int nargs = static_cast<int>(args.size());
+  benchmark::Initialize(&nargs, args.data());
+  Collector collector;
+  benchmark::RunSpecifiedBenchmarks(&collector);
+  std::printf("\nmedians over %d rounds, %d threads:\n", rounds, kThreads);
+  for (int64_t n : sizes) {
+    auto& r = collector.results[n];
+    std::printf("SGEMM %4ld^3: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",
+                static_cast<long>(n), median(r["athanor_GFLOP/s"]), median(r["onednn_GFLOP/s"]),
+                median(r["ratio"]));
+  }
+  benchmark::Shutdown();
+  return 0;
+}
+
+#include "athanor/core/thread_policy.h"
+ATH_SHORT_OPENMP_SPIN();

@@ -1,0 +1,161 @@
+#include "dnnl_utils.h"
+
+#include <omp.h>
+
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "athanor/core/parallel.h"
+#include "athanor/ops/linalg.h"
+
+namespace ath::kernels {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+bool dnnl_supports(DType t) { return t == kFloat32 || t == kBFloat16; }
+
+dnnl::memory::data_type dnnl_type(DType t) {
+  switch (t) {
+    case kFloat32:
+      return dnnl::memory::data_type::f32;
+    case kBFloat16:
+      return dnnl::memory::data_type::bf16;
+    default:
+      ATH_THROW(NotImplementedError, "oneDNN kernels take float32 or bfloat16, not {}",
+                dtype_name(t));
+  }
+}
+
+dnnl::memory::desc strided_md(const Shape& sizes, const Strides& strides, DType t) {
+  dnnl::memory::dims d(sizes.begin(), sizes.end()), s(strides.begin(), strides.end());
+  return dnnl::memory::desc(d, dnnl_type(t), s);
+}
+
+dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr) {
+  // oneDNN takes a non-const handle for every argument; inputs are only read.
+  return dnnl::memory(md, cpu_engine(), const_cast<void*>(ptr));
+}
+
+PrimitiveKey::PrimitiveKey(PrimKind kind, int threads) {
+  values_.reserve(48);
+  values_.push_back(static_cast<int64_t>(kind));
+  values_.push_back(threads > 0 ? threads : get_num_threads());
+}
+
+SingleThreadBuild::SingleThreadBuild() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+SingleThreadBuild::~SingleThreadBuild() { omp_set_num_threads(saved_); }
+
+PrimitiveKey& PrimitiveKey::add(double v) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return add(bits);
+}
+
+PrimitiveKey& PrimitiveKey::add(const SmallVec<int64_t, kMaxDims>& v) {
+  add(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) add(x);
+  return *this;
+}
+
+std::size_t PrimitiveKey::hash() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
+  for (int64_t v : values_) {
+    h ^= static_cast<uint64_t>(v);
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  }
+  return static_cast<std::size_t>(h);
+}
+
+[[noreturn]] void throw_dnnl_error(const dnnl::error& e, const char* what) {
+  if (e.status == dnnl_unimplemented) {
+    ATH_THROW(NotImplementedError, "oneDNN has no implementation for this {} ({})", what, e.what());
+  }
+  ATH_THROW(ValueError, "oneDNN rejected this {}: {}", what, e.what());
+}
+
+namespace {
+
+struct KeyHash {
+  std::size_t operator()(const PrimitiveKey& k) const { return k.hash(); }
+};
+
+class Lru {
+ public:
+  std::shared_ptr<CachedPrimitive> get(
+      const PrimitiveKey& key, const std::function<std::shared_ptr<CachedPrimitive>()>& make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      ++hits_;
+      order_.splice(order_.begin(), order_, it->second);
+      return it->second->second;
+    }
+    ++misses_;
+    // Built under the lock: a miss is rare, and two threads building the same primitive
+    // at once would only waste the work.
+    std::shared_ptr<CachedPrimitive> entry = make();
+    if (capacity_ == 0) return entry;
+    order_.emplace_front(key, entry);
+    map_.emplace(key, order_.begin());
+    trim();
+    return entry;
+  }
+  void set_capacity(std::size_t n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capacity_ = n;
+    trim();
+  }
+  OneDnnCacheStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {.hits = hits_,
+            .misses = misses_,
+            .entries = static_cast<int64_t>(map_.size()),
+            .capacity = static_cast<int64_t>(capacity_)};
+  }
+
+ private:
+  void trim() {
+    while (map_.size() > capacity_) {
+      map_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  using Item = std::pair<PrimitiveKey, std::shared_ptr<CachedPrimitive>>;
+  std::mutex mutex_;
+  std::list<Item> order_;  // most recently used first
+  std::unordered_map<PrimitiveKey, std::list<Item>::iterator, KeyHash> map_;
+  std::size_t capacity_ = 1024;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+Lru& cache() {
+  static Lru* lru = new Lru;  // never destroyed: kernels may run during static destruction
+  return *lru;
+}
+
+}  // namespace
+
+namespace detail {
+std::shared_ptr<CachedPrimitive> cached_primitive_impl(
+    const PrimitiveKey& key, const std::function<std::shared_ptr<CachedPrimitive>()>& make) {
+  return cache().get(key, make);
+}
+}  // namespace detail
+
+}  // namespace ath::kernels
+
+namespace ath {
+OneDnnCacheStats onednn_cache_stats() { return kernels::cache().stats(); }
+void set_onednn_cache_capacity(std::size_t entries) { kernels::cache().set_capacity(entries); }
+}  // namespace ath

@@ -1,0 +1,95 @@
+// oneDNN plumbing shared by the matmul and convolution kernels: the CPU engine, a stream per
+// thread, strided memory descriptors, and the LRU cache of built primitives.
+//
+//   PrimitiveKey key(PrimKind::Matmul);
+//   key.add(dtype).add(shape).add(strides);
+//   auto entry = cached_primitive<MatmulEntry>(key, [&] { return build(...); });
+//   entry->prim.execute(cpu_stream(), {{DNNL_ARG_SRC, make_memory(md, ptr)}, ...});
+//
+// Building a primitive (primitive_desc + JIT) costs microseconds to milliseconds; a training
+// step calls the same few shapes again and again, so each (op kind, shapes, strides, dtype,
+// attributes, thread count) builds once. oneDNN picks its blocking for the thread count at build
+// time, so the count is part of every key.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "athanor/core/dtype.h"
+#include "athanor/core/shape.h"
+
+namespace ath::kernels {
+
+dnnl::engine& cpu_engine();
+// One stream per thread (streams are cheap; a primitive may run from any thread).
+dnnl::stream& cpu_stream();
+
+// float32 -> f32, bfloat16 -> bf16; anything else throws NotImplementedError.
+dnnl::memory::data_type dnnl_type(DType t);
+bool dnnl_supports(DType t);
+
+// A descriptor with explicit strides (in elements), so views need no copy.
+dnnl::memory::desc strided_md(const Shape& sizes, const Strides& strides, DType t);
+// A memory object over user data (no allocation, no copy).
+dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr);
+
+enum class PrimKind : int64_t { Matmul = 1, ConvFwd, ConvBwdData, ConvBwdWeights };
+
+class PrimitiveKey {
+ public:
+  // threads: the thread count the primitive is built for (default: the current one).
+  explicit PrimitiveKey(PrimKind kind, int threads = 0);
+  PrimitiveKey& add(int64_t v) {
+    values_.push_back(v);
+    return *this;
+  }
+  PrimitiveKey& add(double v);
+  PrimitiveKey& add(DType t) { return add(static_cast<int64_t>(t)); }
+  PrimitiveKey& add(const SmallVec<int64_t, kMaxDims>& v);
+  std::size_t hash() const;
+  bool operator==(const PrimitiveKey& o) const { return values_ == o.values_; }
+
+ private:
+  std::vector<int64_t> values_;
+};
+
+// What the cache holds; each kernel file derives its own entry type.
+struct CachedPrimitive {
+  virtual ~CachedPrimitive() = default;
+};
+
+namespace detail {
+std::shared_ptr<CachedPrimitive> cached_primitive_impl(
+    const PrimitiveKey& key, const std::function<std::shared_ptr<CachedPrimitive>()>& make);
+}
+
+// Returns the entry for `key`, building it with make() (returning shared_ptr<E>) on a miss.
+// Thread-safe; the least recently used entry is dropped past the capacity.
+template <class E, class Make>
+std::shared_ptr<const E> cached_primitive(const PrimitiveKey& key, Make make) {
+  auto p =
+      detail::cached_primitive_impl(key, [&] { return std::shared_ptr<CachedPrimitive>(make()); });
+  return std::static_pointer_cast<const E>(p);
+}
+
+// Builds primitives for one thread while alive (oneDNN sizes its work split at build time):
+// for primitives that run inside athanor's own parallel loops.
+class SingleThreadBuild {
+ public:
+  SingleThreadBuild();
+  ~SingleThreadBuild();
+  SingleThreadBuild(const SingleThreadBuild&) = delete;
+  SingleThreadBuild& operator=(const SingleThreadBuild&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Builds a primitive descriptor, translating oneDNN's "unimplemented" into NotImplementedError
+// naming what was asked for.
+[[noreturn]] void throw_dnnl_error(const dnnl::error& e, const char* what);
+
+}  // namespace ath::kernels
