@@ -7,7 +7,8 @@ namespace ath::testing {
 
 namespace {
 
-Tensor ids(std::vector<int64_t> v, std::optional<Shape> s = {}) { return from_vector(v, s); }
+Tensor ids(std::vector<int64_t> v) { return from_vector(v); }
+[[maybe_unused]] Tensor ids(std::vector<int64_t> v, const Shape& s) { return from_vector(v, s); }
 std::vector<int64_t> ints(const Tensor& t) { return t.to_vector<int64_t>(); }
 
 // x with `dim` indexed by `index` (a vector): out[.., i, ..] = x[.., index[i], ..].

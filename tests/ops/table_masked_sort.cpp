@@ -10,7 +10,8 @@ namespace ath::testing {
 
 namespace {
 
-Tensor ids(std::vector<int64_t> v, std::optional<Shape> s = {}) { return from_vector(v, s); }
+Tensor ids(std::vector<int64_t> v) { return from_vector(v); }
+[[maybe_unused]] Tensor ids(std::vector<int64_t> v, const Shape& s) { return from_vector(v, s); }
 
 // Row-major values of t broadcast to `shape`.
 std::vector<double> broadcast_values(const Tensor& t, const Shape& shape) {

@@ -11,7 +11,8 @@
 namespace ath {
 namespace {
 
-Tensor ids(std::vector<int64_t> v, std::optional<Shape> s = {}) { return from_vector(v, s); }
+Tensor ids(std::vector<int64_t> v) { return from_vector(v); }
+[[maybe_unused]] Tensor ids(std::vector<int64_t> v, const Shape& s) { return from_vector(v, s); }
 
 template <class E, class F>
 std::string error_of(F f) {

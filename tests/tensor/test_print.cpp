@@ -10,8 +10,10 @@
 namespace ath {
 namespace {
 
-Tensor f32(std::vector<float> v, std::optional<Shape> s = {}) { return from_vector(v, s); }
-Tensor i64(std::vector<int64_t> v, std::optional<Shape> s = {}) { return from_vector(v, s); }
+Tensor f32(std::vector<float> v) { return from_vector(v); }
+Tensor f32(std::vector<float> v, const Shape& s) { return from_vector(v, s); }
+Tensor i64(std::vector<int64_t> v) { return from_vector(v); }
+Tensor i64(std::vector<int64_t> v, const Shape& s) { return from_vector(v, s); }
 
 TEST(Print, FloatMatrixCommonWidth) {
   EXPECT_EQ(f32({1.0f, -2.5f, 3.0f, 4.0f}, Shape{2, 2}).to_string(),

@@ -54,7 +54,11 @@ Tensor randn_like(const Tensor& t, Generator* generator = nullptr);
 
 // Copies values into a new tensor; shape defaults to 1-D [values.size()].
 template <class T>
-Tensor from_vector(const std::vector<T>& values, std::optional<Shape> shape = {});
+Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+template <class T>
+Tensor from_vector(const std::vector<T>& values) {
+  return from_vector(values, Shape{static_cast<int64_t>(values.size())});
+}
 
 // Wraps external memory without copying. With no deleter the memory is borrowed and must
 // outlive every tensor viewing it; a deleter runs when the last view is gone.

@@ -78,8 +78,7 @@ Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype) {
 }
 
 template <class T>
-Tensor from_vector(const std::vector<T>& values, std::optional<Shape> shape) {
-  Shape s = shape.value_or(Shape{static_cast<int64_t>(values.size())});
+Tensor from_vector(const std::vector<T>& values, const Shape& s) {
   ATH_CHECK(numel(s) == static_cast<int64_t>(values.size()), ShapeError,
             "from_vector: {} values don't fill shape {}", values.size(), to_string(s));
   Tensor t = empty(s, cpp_to_dtype<T>());
@@ -87,14 +86,14 @@ Tensor from_vector(const std::vector<T>& values, std::optional<Shape> shape) {
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];  // vector<bool> has no data()
   return t;
 }
-template Tensor from_vector<bool>(const std::vector<bool>&, std::optional<Shape>);
-template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, std::optional<Shape>);
-template Tensor from_vector<int32_t>(const std::vector<int32_t>&, std::optional<Shape>);
-template Tensor from_vector<int64_t>(const std::vector<int64_t>&, std::optional<Shape>);
-template Tensor from_vector<float>(const std::vector<float>&, std::optional<Shape>);
-template Tensor from_vector<double>(const std::vector<double>&, std::optional<Shape>);
-template Tensor from_vector<Half>(const std::vector<Half>&, std::optional<Shape>);
-template Tensor from_vector<BFloat16>(const std::vector<BFloat16>&, std::optional<Shape>);
+template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, const Shape&);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
+template Tensor from_vector<Half>(const std::vector<Half>&, const Shape&);
+template Tensor from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&);
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype, std::function<void(void*)> deleter) {
   for (int64_t s : shape) {
