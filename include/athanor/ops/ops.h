@@ -2,6 +2,7 @@
 #pragma once
 
 #include "athanor/ops/activations.h"
+#include "athanor/ops/attention.h"
 #include "athanor/ops/comparison.h"
 #include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
