@@ -96,8 +96,8 @@ struct NormAttrs {
   DimList dims;
   bool keepdim = false;
 };
-struct DimKeepAttrs {   // max/min along one dim
-  int64_t dim = 0;  // normalized
+struct DimKeepAttrs {  // max/min along one dim
+  int64_t dim = 0;     // normalized
   bool keepdim = false;
 };
 struct ArgAttrs {

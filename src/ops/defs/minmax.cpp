@@ -165,7 +165,7 @@ Tensor min(const Tensor& x) { return amin(x); }
 namespace {
 ValuesIndices along_dim(const Op<DimKeepAttrs>& op, const Tensor& x, int64_t dim, bool keepdim) {
   DimKeepAttrs a{.dim = with_op_context(op, [&] { return normalize_dim(dim, x.dim()); }),
-             .keepdim = keepdim};
+                 .keepdim = keepdim};
   const Tensor in[1] = {x};
   Outputs out = call(op, TensorSpan(in), a);
   return ValuesIndices{std::move(out[0]), std::move(out[1])};
