@@ -1,5 +1,5 @@
-// Op-table rows: var, std, logsumexp, norm, and the internal helpers reduction_aux and
-// reduction_eq their gradients use.
+// Op-table rows: var, std, logsumexp, norm, and the internal helper reduction_aux
+// their gradients use.
 #include "athanor/ops/reduction_aux.h"
 #include "ops/reduction_refs.h"
 
@@ -205,10 +205,9 @@ ATH_OP_ROWS(statistics) {
           .call([](const Tensors& x) { return norm(x[0], 1); })
           .ref(norm_ref(1, {}, false)),
 
-      aux_row("exp", {.fn = AuxFn::Exp}, In::randn({3, 4}), [](double v) { return std::exp(v); })
+      aux_row("sign", {.fn = AuxFn::SignPow, .q = 0}, In::randn({3, 4}).strided(), sign)
           .dtypes({kFloat32, kFloat64, kBFloat16})
           .bad("integer input", [] { reduction_aux(zeros({2}, kInt64), {}); }),
-      aux_row("sign", {.fn = AuxFn::SignPow, .q = 0}, In::randn({3, 4}).strided(), sign),
       aux_row("sign_pow", {.fn = AuxFn::SignPow, .q = 1.5}, In::randn({3, 4}),
               [](double v) { return sign(v) * std::pow(std::abs(v), 1.5); }),
       aux_row("abs", {.fn = AuxFn::AbsPow, .q = 1}, In::randn({3, 4}),
@@ -221,16 +220,6 @@ ATH_OP_ROWS(statistics) {
               [](double v) { return v == 0 ? 0 : 1 / v; }),
       aux_row("pow_at_zero", {.fn = AuxFn::AbsPow, .q = -1}, In::fixed({2}, {0, 2}).no_grad(),
               [](double v) { return v == 0 ? 0 : 1 / std::abs(v); }),
-      Row("reduction_eq", "broadcast")
-          .inputs({In::fixed({3, 1}, {1, 2, 3}), In::fixed({4}, {3, 1, 2, 2})})
-          .call([](const Tensors& x) { return reduction_eq(x[0], x[1]); })
-          .ref(binary_ref([](double a, double b) { return a == b; }))
-          .exact(),
-      Row("reduction_eq", "int")
-          .inputs({In::ints({2, 3}, 0, 3), In::ints({2, 3}, 0, 3, kInt32)})
-          .call([](const Tensors& x) { return reduction_eq(x[0], x[1]); })
-          .ref(binary_ref([](double a, double b) { return a == b; }))
-          .exact(),
   };
 }
 

@@ -2,6 +2,7 @@
 // formulas.
 #include <numeric>
 
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
@@ -26,7 +27,7 @@ void extremum_backward(BackwardContext& ctx, const ReduceAttrs& a) {
   const Tensor& x = ctx.input(0);
   Tensor y = keepdim_view(ctx.output(0), x.shape(), a.dims, a.keepdim);
   Tensor g = keepdim_view(ctx.grad_output(0), x.shape(), a.dims, a.keepdim);
-  Tensor mask = reduction_eq(x, y);
+  Tensor mask = eq(x, y);
   Tensor count = sum(mask, a.dims, /*keepdim=*/true);
   ctx.set_grad_input(0, div(mul(g, mask), count));
 }
@@ -58,7 +59,7 @@ void dim_backward(BackwardContext& ctx, const DimKeepAttrs& a) {
   std::iota(range.begin(), range.end(), int64_t{0});
   Shape range_shape(s.size(), 1);
   range_shape[static_cast<std::size_t>(a.dim)] = n;
-  Tensor one_hot = reduction_eq(idx, from_vector(range, range_shape));
+  Tensor one_hot = eq(idx, from_vector(range, range_shape));
   ctx.set_grad_input(0, mul(g, one_hot));
 }
 

@@ -1,4 +1,4 @@
-// reduction_aux and reduction_eq: the internal pointwise helpers of the reduction family's
+// reduction_aux: the internal pointwise helpers of the reduction family's
 // backward formulas (see athanor/ops/reduction_aux.h). Each derivative is again a reduction_aux
 // call, so formulas built on them differentiate to any order.
 #include "athanor/ops/reduction_aux.h"
@@ -14,8 +14,6 @@ namespace {
 // d/dx of each function, times g.
 Tensor aux_derivative(const Tensor& g, const Tensor& x, const Tensor& y, const AuxAttrs& a) {
   switch (a.fn) {
-    case AuxFn::Exp:
-      return mul(g, y);
     case AuxFn::SignPow:  // q |x|^(q-1), 0 at x == 0
       return mul(g, mul(reduction_aux(x, {.fn = AuxFn::AbsPow, .q = a.q - 1}), a.q));
     case AuxFn::AbsPow:  // q sign(x) |x|^(q-1), 0 at x == 0
@@ -52,25 +50,8 @@ const Op<AuxAttrs>& op_reduction_aux() {
   return op;
 }
 
-const Op<NoAttrs>& op_reduction_eq() {
-  static const auto& op = define_op<NoAttrs>({
-      .name = "reduction_eq",
-      .kind = OpKind::Pointwise,
-      .num_inputs = 2,
-      .infer =
-          [](TensorSpan in, const NoAttrs&) {
-            OutputSpec s = binary_pointwise_spec(in);
-            s.outputs[0].dtype = kBool;
-            return s;
-          },
-      .not_differentiable = "a comparison: its output is piecewise constant",
-  });
-  return op;
-}
-
 Tensor reduction_aux(const Tensor& x, const AuxAttrs& attrs) {
   return call1(op_reduction_aux(), {x}, attrs);
 }
-Tensor reduction_eq(const Tensor& a, const Tensor& b) { return call1(op_reduction_eq(), {a, b}); }
 
 }  // namespace ath

@@ -1,6 +1,7 @@
 // var, std, logsumexp, norm: definitions and backward formulas.
 #include <cmath>
 
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/ops/pointwise.h"
@@ -57,7 +58,7 @@ void norm_backward(BackwardContext& ctx, const NormAttrs& a) {
   } else if (p == 2) {  // x g / y, 0 where the norm is 0
     grad = mul(x, mul(g, reduction_aux(y, {.fn = AuxFn::Recip0})));
   } else if (std::isinf(p)) {  // sign(x) g, split evenly among the extremal |x|
-    Tensor mask = reduction_eq(reduction_aux(x, {.fn = AuxFn::AbsPow, .q = 1}), y);
+    Tensor mask = eq(reduction_aux(x, {.fn = AuxFn::AbsPow, .q = 1}), y);
     Tensor count = sum(mask, a.dims, /*keepdim=*/true);
     grad = div(mul(mul(g, reduction_aux(x, {.fn = AuxFn::SignPow, .q = 0})), mask), count);
   } else {  // sign(x) |x|^(p-1) g / y^(p-1), 0 where x or the norm is 0
@@ -112,7 +113,7 @@ const Op<ReduceAttrs>& op_logsumexp() {
             Tensor y = keepdim_view(
                 detail::output_for_backward(ctx, 0, [&] { return call1(op_logsumexp(), {x}, a); }),
                 x.shape(), a.dims, a.keepdim);
-            ctx.set_grad_input(0, mul(g, reduction_aux(sub(x, y), {.fn = AuxFn::Exp})));
+            ctx.set_grad_input(0, mul(g, exp(sub(x, y))));
           },
   });
   return op;

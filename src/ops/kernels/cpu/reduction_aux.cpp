@@ -1,4 +1,4 @@
-// CPU kernels for reduction_aux and reduction_eq. Memory contract: pointwise — read each input
+// CPU kernels for reduction_aux. Memory contract: pointwise — read each input
 // element (eq: broadcast) once, write every output element once; no aliasing.
 #include "athanor/ops/reduction_aux.h"
 
@@ -16,9 +16,6 @@ void aux_kernel(TensorSpan in, std::span<Tensor> out, const AuxAttrs& a) {
   using C = compute_t<T>;
   const C q = static_cast<C>(a.q);
   switch (a.fn) {
-    case AuxFn::Exp:
-      pointwise_loop<T, T>(out[0], {&in[0]}, [](C v) { return std::exp(v); });
-      break;
     case AuxFn::SignPow:
       pointwise_loop<T, T>(out[0], {&in[0]}, [q](C v) {
         return v == 0 ? C(0) : std::copysign(std::pow(std::abs(v), q), v);
@@ -34,15 +31,8 @@ void aux_kernel(TensorSpan in, std::span<Tensor> out, const AuxAttrs& a) {
   }
 }
 
-template <class T>
-void eq_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  pointwise_loop<bool, T, T>(out[0], {&in[0], &in[1]},
-                             [](compute_t<T> x, compute_t<T> y) { return x == y; });
-}
-
 const bool registered = [] {
   register_cpu_floating(op_reduction_aux(), []<class T>() { return &aux_kernel<T>; });
-  register_cpu_all(op_reduction_eq(), []<class T>() { return &eq_kernel<T>; });
   return true;
 }();
 
