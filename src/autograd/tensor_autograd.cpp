@@ -113,6 +113,21 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_gra
 
 Tensor Tensor::detach() const { return make_view(*this, shape(), strides(), storage_offset()); }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  ATH_CHECK(new_data.defined(), ValueError, "set_data: new data is undefined");
+  const AutogradMeta* m = autograd_meta_if(*this);
+  ATH_CHECK(m == nullptr || m->grad_fn == nullptr, AutogradError,
+            "set_data: only a leaf tensor's data can be replaced (this one has grad_fn)");
+  TensorImpl& dst = *impl();
+  const TensorImpl& src = *new_data.impl();
+  dst.storage = src.storage;
+  dst.sizes = src.sizes;
+  dst.strides = src.strides;
+  dst.offset = src.offset;
+  dst.dtype = src.dtype;
+  dst.refresh_contiguity();
+}
+
 Tensor& Tensor::detach_() {
   if (AutogradMeta* m = autograd_meta_if(*this)) {
     m->grad_fn.reset();

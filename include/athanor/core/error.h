@@ -49,6 +49,15 @@ class ValueError : public Error {
 class FormatError : public Error {
   using Error::Error;
 };
+// A name that is not there (a state-dict key, a config key, a registered module).
+class KeyError : public Error {
+  using Error::Error;
+};
+// A file that cannot be opened, read, written or renamed (the message names the path and the
+// system's reason). Malformed contents are a FormatError instead.
+class IOError : public Error {
+  using Error::Error;
+};
 // A combination that exists in PyTorch but not (yet) here, e.g. a missing kernel for a dtype.
 class NotImplementedError : public Error {
   using Error::Error;

@@ -116,6 +116,10 @@ class Tensor {
                 bool create_graph = false) const;
   Tensor detach() const;  // shares data, no history
   Tensor& detach_();
+  // Makes this tensor (and every handle sharing it) use new_data's storage, shape and dtype,
+  // keeping its autograd identity (requires_grad, hooks): PyTorch's `t.data = new_data`.
+  // Module::to(dtype) converts parameters with it so that layers' handles stay valid.
+  void set_data(const Tensor& new_data) const;
 
   // ---- views (no copy; share storage) -------------------------------------------------
   Tensor view(const Shape& shape) const;     // one dim may be -1
