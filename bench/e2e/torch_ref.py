@@ -1,0 +1,180 @@
+"""PyTorch side of the end-to-end training benchmark (bench/e2e/run.sh).
+
+Runs one workload of ../shared/WORKLOADS.md (W1 MLP, W2 CNN, W3 char-LSTM, W4 char-Transformer)
+under the common protocol and prints one JSON line:
+  {"workload", "framework", "samples_per_s", "final_loss", "test_acc", "peak_rss_mb", ...}
+
+Protocol: data decoded into RAM first; model built after seeding; 5 warm-up steps on a copy of
+the model with its own optimizer (discarded); timed region = per step: gather the batch by index,
+zero grads, forward, loss, backward, optimizer step, read the loss. Final loss = mean of the last
+20 steps; test accuracy on the 10k test set in eval mode, batches of 1000 (W1, W2).
+
+Usage: python3 torch_ref.py W1 [--threads 2]   (set OMP_NUM_THREADS and OMP_WAIT_POLICY outside)
+"""
+import argparse
+import copy
+import gzip
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+FMNIST = "/usr/share/datasets/fashion-mnist"
+LICENSES = "/usr/share/common-licenses"
+CORPUS_FILES = ["Apache-2.0", "Artistic", "BSD", "CC0-1.0", "GFDL-1.2", "GFDL-1.3", "GPL-1",
+                "GPL-2", "GPL-3", "LGPL-2", "LGPL-2.1", "LGPL-3", "MPL-1.1", "MPL-2.0"]
+
+
+def idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fmnist(split):
+    x = idx(f"{FMNIST}/{split}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    y = idx(f"{FMNIST}/{split}-labels-idx1-ubyte.gz").astype(np.int64)
+    x = (x - 0.2860) / 0.3530
+    return torch.from_numpy(x).reshape(-1, 1, 28, 28).contiguous(), torch.from_numpy(y)
+
+
+def corpus():
+    data = b"".join(open(os.path.join(LICENSES, n), "rb").read() for n in CORPUS_FILES)
+    assert len(data) == 237320, len(data)
+    return torch.from_numpy(np.frombuffer(data, dtype=np.uint8).astype(np.int64))
+
+
+def i32(name):
+    return torch.from_numpy(np.fromfile(os.path.join(DATA, name), dtype="<i4").astype(np.int64))
+
+
+class CharTransformer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(256, 128)
+        self.pos = nn.Embedding(128, 128)
+        layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(128)
+        self.head = nn.Linear(128, 256)
+        self.register_buffer("mask", torch.triu(torch.full((128, 128), float("-inf")), 1))
+
+    def forward(self, x):
+        h = self.tok(x) + self.pos(torch.arange(x.shape[1]))
+        return self.head(self.norm(self.encoder(h, mask=self.mask)))
+
+
+class CharLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(256, 64)
+        self.lstm = nn.LSTM(64, 256, batch_first=True)
+        self.head = nn.Linear(256, 256)
+
+    def forward(self, x):
+        return self.head(self.lstm(self.emb(x))[0])
+
+
+def workload(name):
+    """-> (model, optimizer factory, list of batch callables, test set or None, samples/batch)"""
+    torch.manual_seed(0)
+    if name in ("W1", "W2"):
+        xtr, ytr = fmnist("train")
+        test = fmnist("t10k")
+        perm = i32("fmnist_train_perm_seed0.i32")
+        bs = 128 if name == "W1" else 64
+        batches = [perm[i:i + bs] for i in range(0, len(perm), bs)]
+        if name == "W1":
+            model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(),
+                                  nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+            opt = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)
+        else:
+            model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
+                                  nn.Linear(128, 10))
+            opt = lambda p: torch.optim.Adam(p, lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+        get = lambda b: (xtr[b], ytr[b])
+        return model, opt, batches, get, test
+    text = corpus()
+    if name == "W3":
+        starts, seq = i32("lm_W3_lstm_starts_seq64_b32_s200_seed0.i32").reshape(200, 32), 64
+        model = CharLSTM()
+        opt = lambda p: torch.optim.Adam(p, lr=2e-3)
+    else:
+        starts, seq = i32("lm_W4_transformer_starts_seq128_b16_s200_seed0.i32").reshape(200, 16), 128
+        model = CharTransformer()
+        opt = lambda p: torch.optim.AdamW(p, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                          weight_decay=0.01)
+    offsets = torch.arange(seq + 1)
+
+    def get(s):
+        w = text[s[:, None] + offsets[None, :]]
+        return w[:, :-1], w[:, 1:]
+    return model, opt, list(starts), get, None
+
+
+def step(model, opt, x, y):
+    opt.zero_grad()
+    out = model(x)
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workload", choices=["W1", "W2", "W3", "W4"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: all)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    model, make_opt, batches, get, test = workload(args.workload)
+    if args.steps:
+        batches = batches[:args.steps]
+
+    warm = copy.deepcopy(model)
+    warm_opt = make_opt(warm.parameters())
+    for b in batches[:5]:
+        step(warm, warm_opt, *get(b))
+    del warm, warm_opt
+
+    opt = make_opt(model.parameters())
+    losses, samples = [], 0
+    t0 = time.perf_counter()
+    for b in batches:
+        x, y = get(b)
+        losses.append(step(model, opt, x, y))
+        samples += x.shape[0]
+    seconds = time.perf_counter() - t0
+
+    acc = None
+    if test is not None:
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, len(test[1]), 1000):
+                correct += (model(test[0][i:i + 1000]).argmax(1) == test[1][i:i + 1000]).sum().item()
+        acc = correct / len(test[1])
+    print(json.dumps({
+        "workload": args.workload, "framework": f"pytorch-{torch.__version__}",
+        "samples_per_s": samples / seconds, "seconds": seconds, "steps": len(batches),
+        "final_loss": float(np.mean(losses[-20:])), "test_acc": acc,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "threads": args.threads}))
+
+
+if __name__ == "__main__":
+    main()
