@@ -68,7 +68,8 @@ class CharTransformer(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(128)
         self.head = nn.Linear(128, 256)
-        self.register_buffer("mask", torch.triu(torch.full((128, 128), float("-inf")), 1))
+        self.register_buffer("mask", torch.triu(torch.full((128, 128), float("-inf")), 1),
+                             persistent=False)
 
     def forward(self, x):
         h = self.tok(x) + self.pos(torch.arange(x.shape[1]))
