@@ -1,0 +1,72 @@
+// BatchNorm1d and BatchNorm2d: per-channel normalization with batch statistics while training
+// and running statistics in eval, exactly as PyTorch's _BatchNorm: parameters weight (ones) and
+// bias (zeros) when affine; buffers running_mean (zeros), running_var (ones) and
+// num_batches_tracked (int64 scalar) when track_running_stats, so state_dict keys match.
+//
+//   nn::BatchNorm2d bn({.features = 32});
+//   Tensor y = bn(x);              // training: normalizes with x's statistics, updates the
+//                                  // running ones: r = (1 - momentum) * r + momentum * batch
+//   bn.eval();  y = bn(x);         // eval: uses running_mean / running_var
+//   nn::BatchNorm1d avg({.features = 8, .momentum = std::nullopt});  // cumulative average
+//
+// Without running stats (track_running_stats = false) batch statistics are used in eval too.
+#pragma once
+
+#include <optional>
+
+#include "athanor/nn/module.h"
+
+namespace ath::nn {
+
+struct BatchNormOptions {
+  int64_t features = 0;  // PyTorch's num_features: the channel dim (dim 1) of the input
+  double eps = 1e-5;
+  // The running-stat update factor; nullopt (PyTorch's None) averages all batches seen so far
+  // with equal weight (factor 1 / num_batches_tracked).
+  std::optional<double> momentum = 0.1;
+  bool affine = true;
+  bool track_running_stats = true;
+  DType dtype = kFloat32;
+};
+
+// The shared implementation (PyTorch's _BatchNorm); the subclasses check the input's rank.
+class BatchNorm : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  // Zeroes running_mean and num_batches_tracked, fills running_var with ones.
+  void reset_running_stats();
+  // reset_running_stats(), then weight = 1 and bias = 0.
+  void reset_parameters();
+
+  BatchNormOptions options;
+  Tensor weight;               // [features], when affine
+  Tensor bias;                 // [features], when affine
+  Tensor running_mean;         // [features], when track_running_stats
+  Tensor running_var;          // [features], when track_running_stats
+  Tensor num_batches_tracked;  // int64 scalar, when track_running_stats
+
+ protected:
+  BatchNorm(const char* type_name, BatchNormOptions options);
+  virtual void check_input_dim(const Tensor& x) const = 0;
+};
+
+// Input [N, C] or [N, C, L].
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(BatchNormOptions options) : BatchNorm("BatchNorm1d", options) {}
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+// Input [N, C, H, W].
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(BatchNormOptions options) : BatchNorm("BatchNorm2d", options) {}
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+}  // namespace ath::nn
