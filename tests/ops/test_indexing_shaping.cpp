@@ -239,3 +239,21 @@ TEST(Indexing, MaskedFillTensorValueGetsTheMaskedGradient) {
 
 }  // namespace
 }  // namespace ath
+
+namespace ath {
+namespace {
+TEST(Creation, RandpermIsAPermutationFixedBySeed) {
+  Generator g1(7), g2(7);
+  Tensor p = randperm(1000, &g1);
+  EXPECT_EQ(p.dtype(), kInt64);
+  std::vector<int64_t> v = p.to_vector<int64_t>();
+  std::vector<int64_t> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_EQ(randperm(1000, &g2).to_vector<int64_t>(), v);
+  EXPECT_NE(randperm(1000, &g1).to_vector<int64_t>(), v);
+  EXPECT_EQ(randperm(0).numel(), 0);
+  EXPECT_THROW(randperm(-1), ValueError);
+}
+}  // namespace
+}  // namespace ath

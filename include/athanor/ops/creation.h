@@ -51,6 +51,9 @@ Tensor bernoulli(const Tensor& p, Generator* generator = nullptr);
 Tensor bernoulli(const Shape& shape, double p, RandomOptions options = {});
 Tensor rand_like(const Tensor& t, Generator* generator = nullptr);
 Tensor randn_like(const Tensor& t, Generator* generator = nullptr);
+// A random permutation of 0..n-1 (int64): the stable argsort of n float64 uniform draws, so it
+// is Philox-determined and independent of the thread count, like every draw here.
+Tensor randperm(int64_t n, Generator* generator = nullptr);
 
 // Copies values into a new tensor; shape defaults to 1-D [values.size()].
 template <class T>

@@ -5,6 +5,7 @@
 
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
+#include "athanor/ops/indexing.h"
 
 namespace ath {
 
@@ -149,6 +150,11 @@ Tensor bernoulli(const Shape& shape, double p, RandomOptions options) {
 
 Tensor rand_like(const Tensor& t, Generator* generator) {
   return rand(t.shape(), {.dtype = t.dtype(), .generator = generator});
+}
+
+Tensor randperm(int64_t n, Generator* generator) {
+  ATH_CHECK(n >= 0, ValueError, "randperm: n must be non-negative, got {}", n);
+  return argsort(rand({n}, {.dtype = kFloat64, .generator = generator}), 0, false, true);
 }
 
 Tensor randn_like(const Tensor& t, Generator* generator) {
