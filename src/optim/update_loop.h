@@ -24,7 +24,10 @@ namespace ath::optim::detail {
 
 inline constexpr int64_t kUpdateGrain = 16384;
 
+// Whether the AVX2+FMA loops run (false on older CPUs, or while a test forces the baseline).
 bool cpu_has_avx2_fma();
+// Tests force the baseline-ISA loops to check they give the same bits.
+void force_baseline_isa(bool on);
 
 template <class K, class T, bool... F>
 __attribute__((target("avx2,fma"))) void run_fma(const typename K::template Args<T>& a,

@@ -1,6 +1,7 @@
 // Optimizer trajectories against PyTorch 1.13 (tests/golden/optim.json, written by
 // tools/golden/optim.py): 20 steps of every optimizer and option mix on a quadratic objective,
-// in float64 and float32, compared after each step. The kernels fuse exactly where PyTorch's
+// in float64 and float32, compared after each step; "_big" cases take PyTorch's vectorized
+// kernel path as well as its scalar tail. The kernels fuse exactly where PyTorch's
 // AVX2 kernels do, so float32 trajectories are expected to match bit for bit; the tolerances
 // below are what the contract promises.
 #include <gtest/gtest.h>
@@ -19,8 +20,10 @@ struct Trajectory {
 std::vector<Tensor> initial_params(const GoldenCase& c) {
   DType dt = c.attrs["dtype"] == "float64" ? kFloat64 : kFloat32;
   std::vector<double> init = c.t("init").to_vector<double>();
-  Tensor p0 = from_vector(std::vector<double>(init.begin(), init.begin() + 6), Shape{2, 3}).to(dt);
-  Tensor p1 = from_vector(std::vector<double>(init.begin() + 6, init.end()), Shape{4}).to(dt);
+  const Shape s0(c.attrs["p0_shape"].get<std::vector<int64_t>>());
+  const auto n0 = static_cast<std::ptrdiff_t>(numel(s0));
+  Tensor p0 = from_vector(std::vector<double>(init.begin(), init.begin() + n0), s0).to(dt);
+  Tensor p1 = from_vector(std::vector<double>(init.begin() + n0, init.end()), Shape{4}).to(dt);
   Tensor p2 = c.t("p2").to(dt).clone();
   return {p0.requires_grad_(), p1.requires_grad_(), p2.requires_grad_()};
 }
@@ -51,7 +54,7 @@ Trajectory run(const GoldenCase& c) {
 
 TEST(OptimGolden, TrajectoriesMatchPyTorch) {
   const std::vector<GoldenCase> cases = load_golden("optim");
-  ASSERT_EQ(cases.size(), 40u);
+  ASSERT_EQ(cases.size(), 45u);
   int64_t bitwise_f32 = 0, total_f32 = 0;
   for (const GoldenCase& c : cases) {
     SCOPED_TRACE(c.name);

@@ -5,6 +5,10 @@
 
 #include "optim_test_util.h"
 
+namespace ath::optim::detail {
+void force_baseline_isa(bool on);  // src/optim/update_loop.h
+}
+
 namespace ath::testing {
 namespace {
 
@@ -197,6 +201,36 @@ TEST(Optimizer, AdagradCreatesStateForEveryParamAtConstruction) {
   EXPECT_EQ(opt.state(0, 0).tensor("sum").to_vector<float>(), (std::vector<float>{0.25, 0.25}));
   opt.add_param_group({.params = {b}, .initial_accumulator_value = 0.5});
   EXPECT_EQ(opt.state(1, 0).tensor("sum").to_vector<float>(), (std::vector<float>{0.5}));
+}
+
+TEST(Optimizer, BaselineIsaLoopsGiveTheSameBits) {
+  // Without AVX2+FMA the loops run for the baseline ISA, where std::fma is libm's exact fma.
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"SGD", {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}, {"weight_decay", 0.1}}},
+      {"Adam", {{"lr", 0.1}, {"amsgrad", true}, {"weight_decay", 0.1}}},
+      {"AdamW", {{"lr", 0.1}, {"maximize", true}}},
+      {"RMSprop", {{"lr", 0.1}, {"momentum", 0.5}, {"centered", true}, {"weight_decay", 0.1}}},
+      {"Adagrad", {{"lr", 0.1}, {"lr_decay", 0.1}, {"weight_decay", 0.1}}},
+      {"Adamax", {{"lr", 0.1}, {"weight_decay", 0.1}}},
+      {"NAdam", {{"lr", 0.1}, {"weight_decay", 0.1}}}};
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (const auto& [kind, opts] : cases) {
+      std::vector<std::vector<double>> results;
+      for (bool baseline : {false, true}) {
+        optim::detail::force_baseline_isa(baseline);
+        Generator gen(9);
+        Tensor p = randn({1000}, {.generator = &gen}).to(dt).requires_grad_();
+        auto opt = make_optimizer(kind, opts, {{.params = {p}}});
+        for (int t = 0; t < 4; ++t) {
+          set_quadratic_grads({p}, t);
+          opt->step();
+        }
+        results.push_back(p.to_vector<double>());
+      }
+      optim::detail::force_baseline_isa(false);
+      EXPECT_EQ(results[0], results[1]) << kind << " " << dtype_name(dt);
+    }
+  }
 }
 
 TEST(Optimizer, ResultsDoNotDependOnTheThreadCount) {

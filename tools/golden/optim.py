@@ -5,7 +5,8 @@ Run with Debian's torch: /usr/bin/python3 tools/golden/optim.py
 Writes tests/golden/optim.json (optimizers) and tests/golden/optim_sched.json (schedulers), read
 by tests/optim/test_optim_golden.cpp and tests/optim/test_sched_golden.cpp.
 
-Optimizer cases: parameters p0 [2, 3] and p1 [4] (flat index k = 0..9 over both), plus p2 [3]
+Optimizer cases: parameters p0 [2, 3] ([4, 9] in "_big" cases) and p1 [4] (flat index k over
+both), plus p2 [3]
 which never receives a gradient. The gradient at step t is g = A * p + s_t, computed in the
 parameter dtype, with A[k] = 0.5 + 0.25 * (k % 7) and s_t[k] = sin(1.3 t + 0.7 k) (a double
 rounded to the dtype), so a test can rebuild it exactly from its own parameters. "traj" holds
@@ -34,8 +35,14 @@ def grad_parts(params, t, dtype):
     return out
 
 
-def run_optimizer(ctor, defaults, groups, dtype):
-    p0 = torch.tensor(P0, dtype=dtype, requires_grad=True)
+# "big" cases use a [4, 9] p0: 36 elements reach PyTorch's vectorized kernel path (16 floats at a
+# time) as well as its scalar tail, where the small cases only take the tail.
+P0_BIG = [[round((i % 9 - 4) * 0.37 + (i // 9) * 0.11, 6) for i in range(9 * r, 9 * r + 9)]
+          for r in range(4)]
+
+
+def run_optimizer(ctor, defaults, groups, dtype, big=False):
+    p0 = torch.tensor(P0_BIG if big else P0, dtype=dtype, requires_grad=True)
     p1 = torch.tensor(P1, dtype=dtype, requires_grad=True)
     p2 = torch.tensor(P2, dtype=dtype, requires_grad=True)
     params = [p0, p1, p2]
@@ -96,17 +103,25 @@ OPTIMIZERS = [
 ]
 
 
+BIG = ["sgd_momentum_nesterov_wd", "adam_amsgrad_wd", "rmsprop_centered_momentum",
+       "adagrad_lr_decay", "nadam_wd"]
+
+
 def optimizer_cases():
     cases = []
     for name, kind, opts, groups in OPTIMIZERS:
         ctor = getattr(torch.optim, kind)
         kwargs = {k: (tuple(v) if k == "betas" else v) for k, v in opts.items()}
-        for dtype, dname in ((torch.float64, "float64"), (torch.float32, "float32")):
-            init, traj, p2 = run_optimizer(ctor, kwargs, groups, dtype)
-            attrs = {"optimizer": kind, "options": opts, "dtype": dname, "steps": STEPS}
+        variants = [(torch.float64, "float64", False), (torch.float32, "float32", False)]
+        if name in BIG:
+            variants.append((torch.float32, "float32", True))
+        for dtype, dname, big in variants:
+            init, traj, p2 = run_optimizer(ctor, kwargs, groups, dtype, big)
+            attrs = {"optimizer": kind, "options": opts, "dtype": dname, "steps": STEPS,
+                     "p0_shape": [4, 9] if big else [2, 3]}
             if groups is not None:
                 attrs["groups"] = groups
-            cases.append({"name": f"{name}_{dname}", "attrs": attrs,
+            cases.append({"name": f"{name}_{dname}{'_big' if big else ''}", "attrs": attrs,
                           "tensors": {"init": init, "traj": traj, "p2": p2}})
     return cases
 
