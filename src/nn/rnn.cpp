@@ -11,6 +11,20 @@
 
 namespace ath::nn {
 
+namespace {
+
+// The input projection of every time step as one GEMM: x [T, B, in] (or [B, T, in]) times
+// w^T, plus bias. addmm rather than linear: addmm's weight gradient is x^T g, which copies
+// only the narrow x^T for the GEMM, where linear's g^T x transposes the wide gate gradient
+// ([T*B, G*H]: 8 MB for W3's LSTM).
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  Tensor x2 = x.reshape({-1, x.shape()[2]});
+  Tensor g = bias.defined() ? addmm(bias, x2, w.t()) : mm(x2, w.t());
+  return g.view({x.shape()[0], x.shape()[1], w.shape()[0]});
+}
+
+}  // namespace
+
 RNNBase::RNNBase(std::string type_name, int64_t gates, RNNOptions o)
     : Module(std::move(type_name)), options(o) {
   const std::string& n = this->type_name();
@@ -88,7 +102,11 @@ Tensor RNNBase::batched_input(const Tensor& x, bool& unbatched) const {
             "{}: input.size(-1) must be equal to input_size. Expected {}, got {} (input shape {})",
             n, options.input_size, x.shape().back(), ath::to_string(x.shape()));
   unbatched = x.dim() == 2;
-  return unbatched ? x.unsqueeze(options.batch_first ? 0 : 1) : x;
+  Tensor b = unbatched ? x.unsqueeze(options.batch_first ? 0 : 1) : x;
+  ATH_CHECK(b.shape()[options.batch_first ? 1 : 0] > 0, ValueError,
+            "{}: Expected sequence length to be larger than 0 in RNN (input shape {})", n,
+            ath::to_string(x.shape()));
+  return b;
 }
 
 Tensor RNNBase::batched_state(const Tensor& s, const char* name, bool unbatched,
@@ -141,7 +159,7 @@ LSTMOutput LSTM::forward(const Tensor& x_in, const LSTMState& state) {
     for (int64_t d = 0; d < num_directions(); ++d) {
       const Weights& w = weights(l, d);
       const int64_t k = l * num_directions() + d;
-      Tensor xg = options.bias ? linear(x, w.w_ih, w.b_ih + w.b_hh) : linear(x, w.w_ih);
+      Tensor xg = project(x, w.w_ih, options.bias ? w.b_ih + w.b_hh : Tensor());
       LstmSequenceResult r =
           lstm_sequence(xg, w.w_hh, h0.defined() ? h0.select(0, k) : zeros({batch, H}, t),
                         c0.defined() ? c0.select(0, k) : zeros({batch, H}, t),
@@ -176,7 +194,7 @@ GRUOutput GRU::forward(const Tensor& x_in, const Tensor& h0_in) {
     for (int64_t d = 0; d < num_directions(); ++d) {
       const Weights& w = weights(l, d);
       const int64_t k = l * num_directions() + d;
-      Tensor xg = options.bias ? linear(x, w.w_ih, w.b_ih) : linear(x, w.w_ih);
+      Tensor xg = project(x, w.w_ih, w.b_ih);
       GruSequenceResult r = gru_sequence(xg, w.w_hh, options.bias ? w.b_hh : no_bias,
                                          h0.defined() ? h0.select(0, k) : zeros({batch, H}, t),
                                          {.reverse = d == 1, .batch_first = bf});

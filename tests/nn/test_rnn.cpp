@@ -208,6 +208,8 @@ TEST(LSTM, BadInputNamesTheLayer) {
     lstm.forward(x, {zeros({2, 2, 4}, kFloat64), zeros({2, 2, 4}, kFloat64)});
   });
   expect_error<ValueError>("LSTM", [&] { lstm.forward(x, {zeros({2, 2, 4}), Tensor()}); });
+  expect_error<ValueError>("LSTM", [&] { lstm(randn({0, 2, 3})); });  // as torch: no empty sequence
+  EXPECT_EQ(lstm(randn({4, 0, 3})).shape(), (Shape{4, 0, 4}));        // an empty batch is fine
   // Unbatched input takes unbatched states.
   expect_error<ShapeError>("LSTM", [&] {
     lstm.forward(randn({5, 3}), {zeros({2, 1, 4}), zeros({2, 1, 4})});

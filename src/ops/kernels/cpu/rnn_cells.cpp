@@ -31,10 +31,10 @@ void lstm_cell_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   const T *gp = cptr<T>(gates), *cp = cptr<T>(c_prev);
   T *hp = mptr<T>(out[0]), *cn = mptr<T>(out[1]), *ap = mptr<T>(out[2]);
   parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+    rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
       rnn::lstm_forward_row<T, false>(H, gp + b * 4 * H, nullptr, cp + b * H, ap + b * 4 * H,
                                       cn + b * H, hp + b * H);
-    }
+    });
   });
 }
 
@@ -47,10 +47,10 @@ void lstm_cell_backward_kernel(TensorSpan in, std::span<Tensor> out, const NoAtt
           *cp = cptr<T>(c);
   T *dg = mptr<T>(out[0]), *dcprev = mptr<T>(out[1]);
   parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+    rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
       rnn::lstm_backward_row<T, false>(H, dhp + b * H, nullptr, dcp + b * H, ap + b * 4 * H,
                                        cpp + b * H, cp + b * H, dg + b * 4 * H, dcprev + b * H);
-    }
+    });
   });
 }
 
@@ -61,10 +61,10 @@ void gru_cell_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   const T *xp = cptr<T>(xg), *hgp = cptr<T>(hg), *hpp = cptr<T>(h_prev);
   T *hp = mptr<T>(out[0]), *ap = mptr<T>(out[1]);
   parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+    rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
       rnn::gru_forward_row<T, false>(H, xp + b * 3 * H, hgp + b * 3 * H, hpp + b * H,
                                      ap + b * 3 * H, nullptr, hp + b * H);
-    }
+    });
   });
 }
 
@@ -75,11 +75,11 @@ void gru_cell_backward_kernel(TensorSpan in, std::span<Tensor> out, const NoAttr
   const T *dhp = cptr<T>(dh), *ap = cptr<T>(acts), *hgp = cptr<T>(hg), *hpp = cptr<T>(h_prev);
   T *dx = mptr<T>(out[0]), *dhg = mptr<T>(out[1]), *dhprev = mptr<T>(out[2]);
   parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+    rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
       rnn::gru_backward_row<T, false>(H, dhp + b * H, nullptr, ap + b * 3 * H,
                                       hgp + b * 3 * H + 2 * H, hpp + b * H, dx + b * 3 * H,
                                       dhg + b * 3 * H, dhprev + b * H);
-    }
+    });
   });
 }
 

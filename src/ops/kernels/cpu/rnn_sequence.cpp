@@ -23,6 +23,7 @@
 // [T, B, G]), and [H, T*B] + [H, G] for the weight gradient. GEMMs split rows and columns only
 // and column sums run in row order, so results do not depend on the thread count.
 #include <cstring>
+#include <vector>
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/rnn_cells.h"
@@ -71,6 +72,28 @@ Tensor copy_of(const Tensor& t) {
   return c;
 }
 
+// A step's [B, X] rows of a sequence as a GEMM operand. oneDNN runs its fast (brgemm) kernel
+// only on dense rows; with batch_first a step's rows are T * X apart, and a strided operand
+// sends the GEMM to a slower kernel after copying both operands (W_hh^T included) every step.
+// So when the rows are strided, each row is also staged into a dense [B, X] buffer right after
+// it is written (a row copy still in cache, far cheaper than the GEMM).
+template <class T>
+class StepRows {
+ public:
+  StepRows(const Seq<T>& seq, int64_t rows, int64_t x) : seq_(seq), rows_(rows), x_(x) {
+    if (seq.sb != x && rows > 1) buf_ = empty({rows, x}, seq.tensor.dtype());
+  }
+  void stage(int64_t t, int64_t b) const {
+    if (buf_.defined()) std::memcpy(ptr<T>(buf_) + b * x_, seq_.row(t, b), sizeof(T) * x_);
+  }
+  Tensor operand(int64_t t) const { return buf_.defined() ? buf_ : seq_.step(t, rows_, x_); }
+
+ private:
+  const Seq<T>& seq_;
+  int64_t rows_, x_;
+  Tensor buf_;
+};
+
 // Processing order: step s handles time index order(s).
 struct Order {
   int64_t steps;
@@ -109,33 +132,36 @@ void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
 }
 
 // dw [G, H] = sum over every (t, b) of dgates(t, b)^T h_prev(t, b), as one GEMM. dgates is a
-// contiguous [T, B, G] ([B, T, G]) tensor; h_prev(t, b) is h0's row for the first step
-// processed and the previous step's output row otherwise.
+// contiguous [T, B, G] ([B, T, G] when dgates_bf) tensor; h_prev(t, b) is h0's row for the
+// first step processed and the previous step's output row otherwise.
 template <class T>
-void recurrent_weight_grad(const Tensor& dgates, const Tensor& h0, const Seq<T>& y, bool bf,
+void recurrent_weight_grad(const Tensor& dgates, bool dgates_bf, const Tensor& h0, const Seq<T>& y,
                            Order order, Tensor& dw) {
+  const bool bf = dgates_bf;
   const int64_t steps = order.steps, B = h0.shape()[0], H = h0.shape()[1];
   const int64_t G = dgates.shape()[2], N = steps * B;
   if (N == 0 || H == 0 || G == 0) {
     std::memset(dw.data_ptr(), 0, dw.nbytes());
     return;
   }
-  // h_prev transposed, its columns in dgates' row order.
+  // h_prev transposed, its columns in dgates' row order, in 32 x 32 tiles.
+  std::vector<const T*> rows(static_cast<std::size_t>(N));
+  const T* h0p = ptr<T>(h0);
+  for (int64_t r = 0; r < N; ++r) {
+    const int64_t t = bf ? r % steps : r / B, b = bf ? r / steps : r % B;
+    rows[r] = t == order(0) ? h0p + b * H : y.row(order.reverse ? t + 1 : t - 1, b);
+  }
   Tensor hT = empty({H, N}, dgates.dtype());
   T* hp = ptr<T>(hT);
-  const T* h0p = ptr<T>(h0);
-  auto src = [&](int64_t r) -> const T* {
-    const int64_t t = bf ? r % steps : r / B, b = bf ? r / steps : r % B;
-    const bool first = t == order(0);
-    return first ? h0p + b * H : y.row(order.reverse ? t + 1 : t - 1, b);
-  };
-  constexpr int64_t kJ = 16;
-  parallel_for(0, (H + kJ - 1) / kJ, 1, [&](int64_t jb0, int64_t jb1) {
-    for (int64_t j0 = jb0 * kJ; j0 < std::min(H, jb1 * kJ); j0 += kJ) {
-      const int64_t j1 = std::min(H, j0 + kJ);
-      for (int64_t r = 0; r < N; ++r) {
-        const T* s = src(r);
-        for (int64_t j = j0; j < j1; ++j) hp[j * N + r] = s[j];
+  constexpr int64_t kTile = 32;
+  parallel_for(0, (H + kTile - 1) / kTile, 1, [&](int64_t jb0, int64_t jb1) {
+    for (int64_t j0 = jb0 * kTile; j0 < std::min(H, jb1 * kTile); j0 += kTile) {
+      const int64_t j1 = std::min(H, j0 + kTile);
+      for (int64_t r0 = 0; r0 < N; r0 += kTile) {
+        const int64_t r1 = std::min(N, r0 + kTile);
+        for (int64_t j = j0; j < j1; ++j) {
+          for (int64_t r = r0; r < r1; ++r) hp[j * N + r] = rows[r][j];
+        }
       }
     }
   });
@@ -159,15 +185,17 @@ void lstm_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequenc
   Tensor pre = empty({B, G}, in[0].dtype());
   T* pp = ptr<T>(pre);
   const T *h0p = ptr<T>(h0), *c0p = ptr<T>(c0);
+  StepRows<T> h_rows(y, B, H);
   for (int64_t s = 0; s < order.steps; ++s) {
     const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
-    gemm({.a = s == 0 ? h0 : y.step(tp, B, H), .b = wt, .c = pre});
+    gemm({.a = s == 0 ? h0 : h_rows.operand(tp), .b = wt, .c = pre});
     parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
+      rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
         const T* c_prev = s == 0 ? c0p + b * H : cs.row(tp, b);
         rnn::lstm_forward_row<T, true>(H, pp + b * G, xg.row(t, b), c_prev, acts.row(t, b),
                                        cs.row(t, b), y.row(t, b));
-      }
+        h_rows.stage(t, b);
+      });
     });
   }
   if (order.steps == 0) {
@@ -195,23 +223,25 @@ void lstm_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
   T* cp = ptr<T>(carry);
   const T* c0p = ptr<T>(c0);
   int cur = 0;
+  StepRows<T> g_rows(dxg, B, G);
   for (int64_t s = order.steps - 1; s >= 0; --s) {
     const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
     const T* dc_in = ptr<T>(dc[cur]);
     T* dc_out = ptr<T>(dc[1 - cur]);
     parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
+      rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
         const T* c_prev = s == 0 ? c0p + b * H : cs.row(tp, b);
         rnn::lstm_backward_row<T, true>(H, dy.row(t, b), cp + b * H, dc_in + b * H, acts.row(t, b),
                                         c_prev, cs.row(t, b), dxg.row(t, b), dc_out + b * H);
-      }
+        g_rows.stage(t, b);
+      });
     });
     cur = 1 - cur;
-    gemm({.a = dxg.step(t, B, G), .b = w, .c = carry});
+    gemm({.a = g_rows.operand(t), .b = w, .c = carry});
   }
   std::memcpy(out[2].data_ptr(), cp, out[2].nbytes());
   std::memcpy(out[3].data_ptr(), dc[cur].data_ptr(), out[3].nbytes());
-  if (a.need_w_hh) recurrent_weight_grad(out[0], h0, y, bf, order, out[1]);
+  if (a.need_w_hh) recurrent_weight_grad(out[0], bf, h0, y, order, out[1]);
 }
 
 // ---- GRU ------------------------------------------------------------------------------------
@@ -229,15 +259,17 @@ void gru_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequence
   Tensor hg = empty({B, G}, in[0].dtype());
   T* hgp = ptr<T>(hg);
   const T* h0p = ptr<T>(h0);
+  StepRows<T> h_rows(y, B, H);
   for (int64_t s = 0; s < order.steps; ++s) {
     const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
-    gemm({.a = s == 0 ? h0 : y.step(tp, B, H), .b = wt, .c = hg, .bias = b_hh});
+    gemm({.a = s == 0 ? h0 : h_rows.operand(tp), .b = wt, .c = hg, .bias = b_hh});
     parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
+      rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
         const T* h_prev = s == 0 ? h0p + b * H : y.row(tp, b);
         rnn::gru_forward_row<T, true>(H, xg.row(t, b), hgp + b * G, h_prev, acts.row(t, b),
                                       hn.row(t, b), y.row(t, b));
-      }
+        h_rows.stage(t, b);
+      });
     });
   }
   if (order.steps == 0) {
@@ -275,8 +307,9 @@ void gru_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
   const Tensor& w = in[2];
   const int64_t B = h0.shape()[0], H = h0.shape()[1], G = 3 * H;
   const Order order{in[5].shape()[bf ? 1 : 0], a.reverse};
-  Tensor dhg_all = empty(out[0].shape(), w.dtype());
-  const Seq<T> dhg = seq<T>(dhg_all, bf);
+  // Time-major whatever the layout, so each step's rows are a dense GEMM operand.
+  Tensor dhg_all = empty({order.steps, B, G}, w.dtype());
+  const Seq<T> dhg = seq<T>(dhg_all, false);
   // carry: d h_prev, all of it (direct + through W_hh); starts as d h_n.
   Tensor carry = copy_of(in[1]), direct = empty({B, H}, w.dtype());
   T *cp = ptr<T>(carry), *dp = ptr<T>(direct);
@@ -284,17 +317,17 @@ void gru_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
   for (int64_t s = order.steps - 1; s >= 0; --s) {
     const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
     parallel_for(0, B, rnn::row_grain(H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
+      rnn::for_rows(b0, b1, [&](int64_t b) ATH_RNN_LAMBDA {
         const T* h_prev = s == 0 ? h0p + b * H : y.row(tp, b);
         rnn::gru_backward_row<T, true>(H, dy.row(t, b), cp + b * H, acts.row(t, b), hn.row(t, b),
                                        h_prev, dxg.row(t, b), dhg.row(t, b), dp + b * H);
-      }
+      });
     });
     gemm({.a = dhg.step(t, B, G), .b = w, .c = carry, .bias = direct});
   }
   std::memcpy(out[3].data_ptr(), cp, out[3].nbytes());
   column_sums(ptr<T>(dhg_all), order.steps * B, G, ptr<T>(out[2]));
-  if (a.need_w_hh) recurrent_weight_grad(dhg_all, h0, y, bf, order, out[1]);
+  if (a.need_w_hh) recurrent_weight_grad(dhg_all, false, h0, y, order, out[1]);
 }
 
 const bool registered = [] {
