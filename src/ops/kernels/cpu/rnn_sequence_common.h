@@ -117,10 +117,10 @@ void copy_rows(T* dst, const Seq<T>& src, int64_t t, int64_t rows, int64_t x) {
   for (int64_t b = 0; b < rows; ++b) std::memcpy(dst + b * x, src.row(t, b), sizeof(T) * x);
 }
 
-// dst [cols, rows] = src [rows, cols]^T, in 32 x 32 tiles.
+// dst [cols, rows] = src [rows, cols]^T, in 16 x 16 tiles.
 template <class T>
 void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = 16;
   const int64_t tiles = (rows + kTile - 1) / kTile;
   parallel_for(0, tiles, std::max<int64_t>(1, 32768 / std::max<int64_t>(cols * kTile, 1)),
                [&](int64_t i0, int64_t i1) {
@@ -149,7 +149,7 @@ void recurrent_weight_grad(const Tensor& dgates, bool dgates_bf, const Tensor& h
     std::memset(dw.data_ptr(), 0, dw.nbytes());
     return;
   }
-  // h_prev transposed, its columns in dgates' row order, in 32 x 32 tiles.
+  // h_prev transposed, its columns in dgates' row order, in 16 x 16 tiles.
   std::vector<const T*> rows(static_cast<std::size_t>(N));
   const T* h0p = ptr<T>(h0);
   for (int64_t r = 0; r < N; ++r) {
@@ -158,7 +158,7 @@ void recurrent_weight_grad(const Tensor& dgates, bool dgates_bf, const Tensor& h
   }
   Tensor hT = empty({H, N}, dgates.dtype());
   T* hp = ptr<T>(hT);
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = 16;
   parallel_for(0, (H + kTile - 1) / kTile, 1, [&](int64_t jb0, int64_t jb1) {
     for (int64_t j0 = jb0 * kTile; j0 < std::min(H, jb1 * kTile); j0 += kTile) {
       const int64_t j1 = std::min(H, j0 + kTile);
