@@ -321,7 +321,7 @@ TEST(LSTM, ResultsDoNotDependOnTheThreadCount) {
   manual_seed(3);
   LSTM lstm({.input_size = 16, .hidden_size = 64, .batch_first = true, .bidirectional = true});
   GRU gru({.input_size = 16, .hidden_size = 64});
-  Tensor x = randn({8, 12, 16});
+  Tensor x = randn({40, 12, 16});  // batch >= 32: independent batch chunks (2 of 20 rows)
   auto run = [&](int threads) {
     const int prev = get_num_threads();
     set_num_threads(threads);

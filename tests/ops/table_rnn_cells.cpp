@@ -335,6 +335,14 @@ ATH_OP_ROWS(rnn_cells) {
           .call(lstm_seq_call(kRev))
           .ref(lstm_seq_ref(kRev))
           .tol(1e-4, 1e-5),
+      // B >= 32: the batch runs in independent chunks (here 2, of 18 and 17 rows). Too many
+      // elements for a full finite-difference Jacobian; the backward rows check the gradient.
+      Row("lstm_sequence", "batch_chunks")
+          .inputs(seq_inputs(3, 35, 2, 4, true, true))
+          .call(lstm_seq_call(kBfRev))
+          .ref(lstm_seq_ref(kBfRev))
+          .tol(1e-4, 1e-5)
+          .no_gradcheck(),
       Row("lstm_sequence", "zero_steps")
           .inputs(seq_inputs(0, 2, 3, 4, false, true))
           .call(lstm_seq_call(kFwd))
@@ -378,6 +386,11 @@ ATH_OP_ROWS(rnn_cells) {
           .inputs(seq_backward_inputs(3, 2, 19, 4, true, true))
           .call(lstm_seq_backward_call(kBfRev))
           .ref(lstm_seq_backward_ref(kBfRev))
+          .tol(1e-4, 1e-5),
+      Row("lstm_sequence_backward", "batch_chunks")
+          .inputs(seq_backward_inputs(3, 35, 2, 4, false, true))
+          .call(lstm_seq_backward_call(kRev))
+          .ref(lstm_seq_backward_ref(kRev))
           .tol(1e-4, 1e-5),
       Row("lstm_sequence_backward", "zero_steps")
           .inputs(seq_backward_inputs(0, 2, 3, 4, true, true))
@@ -423,6 +436,12 @@ ATH_OP_ROWS(rnn_cells) {
           .call(gru_seq_call(kBfRev))
           .ref(gru_seq_ref(kBfRev))
           .tol(1e-4, 1e-5),
+      Row("gru_sequence", "batch_chunks")
+          .inputs(seq_inputs(3, 50, 2, 3, false, false))
+          .call(gru_seq_call(kFwd))
+          .ref(gru_seq_ref(kFwd))
+          .tol(1e-4, 1e-5)
+          .no_gradcheck(),  // as lstm_sequence batch_chunks
       Row("gru_sequence", "zero_steps")
           .inputs(seq_inputs(0, 2, 3, 3, false, false))
           .call(gru_seq_call(kFwd))
@@ -440,6 +459,11 @@ ATH_OP_ROWS(rnn_cells) {
                }),
       Row("gru_sequence_backward", "reverse_batch_first")
           .inputs(seq_backward_inputs(4, 2, 3, 3, true, false))
+          .call(gru_seq_backward_call(kBfRev))
+          .ref(gru_seq_backward_ref(kBfRev))
+          .tol(1e-4, 1e-5),
+      Row("gru_sequence_backward", "batch_chunks")
+          .inputs(seq_backward_inputs(2, 50, 3, 3, true, false))
           .call(gru_seq_backward_call(kBfRev))
           .ref(gru_seq_backward_ref(kBfRev))
           .tol(1e-4, 1e-5),

@@ -84,18 +84,24 @@ inline Tensor row_block(const Tensor& t, int64_t r0, int64_t n) {
 // The recurrence is independent across batch rows, so the batch is cut into chunks and each
 // chunk runs the whole sequence on its own: threads never wait for each other between steps
 // (a wait per step is what a loaded machine punishes: a descheduled partner thread stalls
-// every step). Chunk sizes depend on B alone (at least 16 rows, at most 8 chunks), so every row
-// is computed the same way whatever the thread count. One chunk (small batches) runs its GEMMs
-// and cells multi-threaded instead.
+// every step). The chunking depends on B alone, so every row is computed the same way whatever
+// the thread count: about 16 rows a chunk (a GEMM of fewer rows rereads W_hh for little work),
+// at most 8 chunks, and an even count so that two threads get equal shares. One chunk (a batch
+// under 32) runs its GEMMs and cells multi-threaded instead.
 template <class F>
 void for_batch_chunks(int64_t B, const F& f) {
-  const int64_t rows = std::max<int64_t>(16, (B + 7) / 8), chunks = (B + rows - 1) / rows;
+  int64_t chunks = std::min<int64_t>(8, B / 16);
   if (chunks <= 1) {
     if (B > 0) f(int64_t{0}, B);
     return;
   }
+  chunks += chunks % 2;
+  const int64_t rows = (B + chunks - 1) / chunks;
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) f(c * rows, std::min(B, (c + 1) * rows) - c * rows);
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t r0 = std::min(B, c * rows);
+      f(r0, std::min(B, r0 + rows) - r0);
+    }
   });
 }
 
