@@ -21,5 +21,6 @@
 #include "athanor/nn/module_list.h"
 #include "athanor/nn/normalization.h"
 #include "athanor/nn/pooling.h"
+#include "athanor/nn/rnn.h"
 #include "athanor/nn/sequential.h"
 #include "athanor/nn/summary.h"

@@ -12,5 +12,6 @@
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
+#include "athanor/ops/rnn_cells.h"
 #include "athanor/ops/shaping.h"
 #include "athanor/ops/views.h"
