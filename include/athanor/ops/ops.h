@@ -9,6 +9,7 @@
 #include "athanor/ops/creation.h"
 #include "athanor/ops/indexing.h"
 #include "athanor/ops/linalg.h"
+#include "athanor/ops/losses.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
