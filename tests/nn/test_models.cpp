@@ -23,3 +23,21 @@ TEST(Models, FashionModelsHaveWorkloadSizesAndTorchNames) {
 
 }  // namespace
 }  // namespace ath::models
+
+#include "athanor/models/char_lstm.h"
+
+namespace ath::models {
+namespace {
+
+TEST(Models, CharLstmHasW3SizeAndTorchNames) {
+  CharLstm lm;
+  EXPECT_EQ(lm.num_parameters(), 411904);
+  EXPECT_EQ(lm.state_dict().keys(),
+            (std::vector<std::string>{"emb.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0",
+                                      "lstm.bias_ih_l0", "lstm.bias_hh_l0", "head.weight",
+                                      "head.bias"}));
+  EXPECT_EQ(lm(randint(0, 256, {2, 5})).shape(), Shape({2, 5, 256}));
+}
+
+}  // namespace
+}  // namespace ath::models

@@ -1,0 +1,217 @@
+// athanor side of the end-to-end training benchmark (bench/e2e/run.sh): one workload of
+// WORKLOADS.md under the common protocol, printing one JSON line with the same keys as
+// bench/e2e/torch_ref.py.
+//
+//   athanor_e2e W1 [--threads 2] [--steps N]
+//
+// Protocol: data decoded into RAM first; model built after seeding; 5 warm-up steps on a copy
+// of the model (same weights, its own optimizer), discarded; timed region = per step: gather
+// the batch by index, zero grads, forward, loss, backward, optimizer step, read the loss.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "athanor/athanor.h"
+#include "athanor/core/thread_policy.h"
+#include "athanor/io/idx.h"
+#include "athanor/models/char_lstm.h"
+#include "athanor/models/fashion.h"
+#include "athanor/optim/adam.h"
+#include "athanor/optim/sgd.h"
+
+ATH_SHORT_OPENMP_SPIN();
+
+using namespace ath;
+
+namespace {
+
+std::shared_ptr<nn::Module> make_char_transformer() {
+  ATH_THROW(NotImplementedError, "W4 needs the transformer layers");
+}
+
+const std::string kData = ATH_E2E_DATA_DIR;  // bench/e2e/data: the batch-order files
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+
+std::vector<int64_t> read_i32(const std::string& name) {
+  std::ifstream f(kData + "/" + name, std::ios::binary);
+  ATH_CHECK(f.good(), IOError, "cannot open {}/{}", kData, name);
+  std::vector<int32_t> raw;
+  int32_t v;
+  while (f.read(reinterpret_cast<char*>(&v), sizeof v)) raw.push_back(v);
+  return {raw.begin(), raw.end()};
+}
+
+struct Fashion {
+  Tensor x, y;  // [N, 1, 28, 28] float32 normalized, [N] int64
+};
+
+Fashion load_fashion(const std::string& split) {
+  Tensor images = read_idx(kFashion + split + "-images-idx3-ubyte.gz");
+  Tensor labels = read_idx(kFashion + split + "-labels-idx1-ubyte.gz");
+  Tensor x = ((images.to(kFloat32) / 255.0 - 0.2860) / 0.3530).unsqueeze(1).contiguous();
+  return {x, labels.to(kInt64)};
+}
+
+Tensor corpus() {
+  const char* names[] = {"Apache-2.0", "Artistic", "BSD",    "CC0-1.0", "GFDL-1.2",
+                         "GFDL-1.3",   "GPL-1",    "GPL-2",  "GPL-3",   "LGPL-2",
+                         "LGPL-2.1",   "LGPL-3",   "MPL-1.1", "MPL-2.0"};
+  std::vector<int64_t> bytes;
+  for (const char* n : names) {
+    std::ifstream f(std::string("/usr/share/common-licenses/") + n, std::ios::binary);
+    ATH_CHECK(f.good(), IOError, "cannot open /usr/share/common-licenses/{}", n);
+    for (char c; f.get(c);) bytes.push_back(static_cast<unsigned char>(c));
+  }
+  ATH_CHECK(bytes.size() == 237320, ValueError, "corpus has {} bytes, expected 237320",
+            bytes.size());
+  return from_vector(bytes);
+}
+
+struct Workload {
+  std::function<std::shared_ptr<nn::Module>()> make_model;
+  std::function<std::unique_ptr<optim::Optimizer>(nn::Module&)> make_optimizer;
+  std::vector<Tensor> batches;                        // index tensors / window starts
+  std::function<std::pair<Tensor, Tensor>(const Tensor&)> get;  // batch -> (x, y)
+  std::optional<Fashion> test;
+};
+
+Workload make_workload(const std::string& name) {
+  Workload w;
+  if (name == "W1" || name == "W2") {
+    auto train = std::make_shared<Fashion>(load_fashion("train"));
+    w.test = load_fashion("t10k");
+    const int64_t bs = name == "W1" ? 128 : 64;
+    std::vector<int64_t> perm = read_i32("fmnist_train_perm_seed0.i32");
+    Tensor p = from_vector(perm);
+    for (int64_t i = 0; i < p.numel(); i += bs) {
+      w.batches.push_back(p.slice(0, i, std::min<int64_t>(i + bs, p.numel())).contiguous());
+    }
+    w.get = [train](const Tensor& idx) {
+      return std::pair{index_select(train->x, 0, idx), index_select(train->y, 0, idx)};
+    };
+    if (name == "W1") {
+      w.make_model = [] { return models::fashion_mlp(); };
+      w.make_optimizer = [](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
+        return std::make_unique<optim::SGD>(m.parameters(),
+                                            optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+      };
+    } else {
+      w.make_model = [] { return models::fashion_cnn(); };
+      w.make_optimizer = [](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
+        return std::make_unique<optim::Adam>(m.parameters(), optim::AdamOptions{.lr = 1e-3});
+      };
+    }
+    return w;
+  }
+  Tensor text = corpus();
+  const bool lstm = name == "W3";
+  const int64_t seq = lstm ? 64 : 128, batch = lstm ? 32 : 16;
+  std::vector<int64_t> starts = read_i32(lstm ? "lm_W3_lstm_starts_seq64_b32_s200_seed0.i32"
+                                              : "lm_W4_transformer_starts_seq128_b16_s200_seed0.i32");
+  Tensor s = from_vector(starts).view({-1, batch});
+  for (int64_t i = 0; i < s.size(0); ++i) w.batches.push_back(s[i].contiguous());
+  Tensor offsets = arange(0, seq + 1);
+  w.get = [text, offsets](const Tensor& st) {
+    Tensor idx = st.unsqueeze(1) + offsets.unsqueeze(0);  // [B, seq + 1]
+    Tensor win = index_select(text, 0, idx.flatten()).view(idx.shape());
+    return std::pair{win.slice(1, 0, -1), win.slice(1, 1)};
+  };
+  if (lstm) {
+    w.make_model = [] { return std::make_shared<models::CharLstm>(); };
+    w.make_optimizer = [](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
+      return std::make_unique<optim::Adam>(m.parameters(), optim::AdamOptions{.lr = 2e-3});
+    };
+  } else {
+    w.make_model = []() -> std::shared_ptr<nn::Module> { return make_char_transformer(); };
+    w.make_optimizer = [](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
+      return std::make_unique<optim::AdamW>(m.parameters(),
+                                            optim::AdamWOptions{.lr = 1e-3, .weight_decay = 0.01});
+    };
+  }
+  return w;
+}
+
+float train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+  opt.zero_grad();
+  Tensor out = model(x);
+  Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}));
+  loss.backward();
+  opt.step();
+  return loss.item<float>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N]\n");
+    return 2;
+  }
+  const std::string name = argv[1];
+  int threads = 2;
+  int64_t steps = 0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+    if (flag == "--steps") steps = std::stoll(argv[i + 1]);
+  }
+  set_num_threads(threads);
+  manual_seed(0);
+  Workload w = make_workload(name);
+  if (steps > 0 && static_cast<std::size_t>(steps) < w.batches.size()) w.batches.resize(steps);
+
+  std::shared_ptr<nn::Module> model = w.make_model();
+  {
+    std::shared_ptr<nn::Module> warm = w.make_model();
+    warm->load_state_dict(model->state_dict());
+    auto warm_opt = w.make_optimizer(*warm);
+    for (std::size_t i = 0; i < 5 && i < w.batches.size(); ++i) {
+      auto [x, y] = w.get(w.batches[i]);
+      train_step(*warm, *warm_opt, x, y);
+    }
+  }
+  auto opt = w.make_optimizer(*model);
+  std::vector<float> losses;
+  int64_t samples = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Tensor& b : w.batches) {
+    auto [x, y] = w.get(b);
+    losses.push_back(train_step(*model, *opt, x, y));
+    samples += x.size(0);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::string acc = "null";
+  if (w.test) {
+    model->eval();
+    InferenceMode no_record;
+    int64_t correct = 0;
+    const int64_t n = w.test->y.size(0);
+    for (int64_t i = 0; i < n; i += 1000) {
+      Tensor logits = (*model)(w.test->x.slice(0, i, i + 1000));
+      correct += eq(argmax(logits, 1), w.test->y.slice(0, i, i + 1000)).sum().item<int64_t>();
+    }
+    acc = fmt::format("{:.4f}", static_cast<double>(correct) / static_cast<double>(n));
+  }
+  const std::size_t tail = std::min<std::size_t>(20, losses.size());
+  const double final_loss =
+      std::accumulate(losses.end() - static_cast<std::ptrdiff_t>(tail), losses.end(), 0.0) /
+      static_cast<double>(tail);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf(
+      "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"samples_per_s\": %.3f, "
+      "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
+      "\"peak_rss_mb\": %.1f, \"threads\": %d}\n",
+      name.c_str(), ATH_VERSION_STRING, static_cast<double>(samples) / seconds, seconds,
+      w.batches.size(), final_loss, acc.c_str(), static_cast<double>(ru.ru_maxrss) / 1024.0,
+      threads);
+  return 0;
+}
