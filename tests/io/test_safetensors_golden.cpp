@@ -28,7 +28,8 @@ TEST(SafetensorsGolden, TinyMlpReproducesPyTorchsOutput) {
 
 TEST(SafetensorsGolden, EveryDtypeTorchWroteReadsBackExactly) {
   SafetensorsData d = load_safetensors(kFile);
-  const testing::GoldenCase& extras = testing::load_golden("tiny_mlp").at(1);
+  const auto cases = testing::load_golden("tiny_mlp");
+  const testing::GoldenCase& extras = cases.at(1);
   ASSERT_EQ(extras.name, "extras");
   for (const auto& [name, want] : extras.tensors) {
     SCOPED_TRACE(name);
