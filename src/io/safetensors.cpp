@@ -24,8 +24,7 @@ void check_bools(const SafetensorsEntry& e, const uint8_t* p, std::string_view s
 }
 
 template <class Write>
-void write_all(const StateDict& tensors, const SafetensorsMetadata& metadata, Write&& write) {
-  detail::SafetensorsPlan plan = detail::plan_safetensors(tensors, metadata);
+void write_all(const detail::SafetensorsPlan& plan, Write&& write) {
   write(plan.header.data(), plan.header.size());
   for (const auto* e : plan.order) {
     detail::for_each_tensor_chunk(e->second, [&](const void* p, std::size_t n) { write(p, n); });
@@ -58,8 +57,10 @@ std::string_view safetensors_dtype_name(DType dtype) {
 
 std::vector<uint8_t> serialize_safetensors(const StateDict& tensors,
                                            const SafetensorsMetadata& metadata) {
+  detail::SafetensorsPlan plan = detail::plan_safetensors(tensors, metadata);
   std::vector<uint8_t> out;
-  write_all(tensors, metadata, [&](const void* p, std::size_t n) {
+  out.reserve(plan.header.size() + plan.buffer_size);
+  write_all(plan, [&](const void* p, std::size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     out.insert(out.end(), b, b + n);
   });
@@ -69,9 +70,9 @@ std::vector<uint8_t> serialize_safetensors(const StateDict& tensors,
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const SafetensorsMetadata& metadata) {
   // Validate and plan before the temporary file exists: a bad name leaves no trace on disk.
-  (void)detail::plan_safetensors(tensors, metadata);
+  detail::SafetensorsPlan plan = detail::plan_safetensors(tensors, metadata);
   AtomicFileWriter out(path);
-  write_all(tensors, metadata, [&](const void* p, std::size_t n) { out.write(p, n); });
+  write_all(plan, [&](const void* p, std::size_t n) { out.write(p, n); });
   out.commit();
 }
 

@@ -56,34 +56,51 @@ struct HeaderFault {
 };
 
 // nlohmann's DOM silently keeps one of two equal keys and nests without limit: this callback
-// rejects duplicates and anything deeper than header -> entry -> shape/offsets array.
+// rejects duplicates, anything deeper than header -> entry -> shape/offsets array, and arrays
+// longer than any shape (so a 100 MB "[0,0,0,..." costs no gigabytes of JSON values).
 class StrictParse {
  public:
+  static constexpr std::size_t kMaxArray = 64;
+
   bool operator()(int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         if (depth > 2) throw HeaderFault{"nested deeper than a safetensors header can be"};
-        if (event == json::parse_event_t::object_start) keys_.emplace_back();
+        count_element();
+        open_.push_back({event == json::parse_event_t::array_start, 0, {}});
         break;
       case json::parse_event_t::object_end:
-        if (!keys_.empty()) keys_.pop_back();
+      case json::parse_event_t::array_end:
+        if (!open_.empty()) open_.pop_back();
         break;
       case json::parse_event_t::key: {
         const auto& key = parsed.get_ref<const std::string&>();
-        if (!keys_.empty() && !keys_.back().insert(key).second) {
+        if (!open_.empty() && !open_.back().keys.insert(key).second) {
           throw HeaderFault{fmt::format("duplicate key {}", quote_name(key))};
         }
         break;
       }
-      default:
+      case json::parse_event_t::value:
+        count_element();
         break;
     }
     return true;
   }
 
  private:
-  std::vector<std::set<std::string>> keys_;
+  struct Container {
+    bool is_array;
+    std::size_t elements;
+    std::set<std::string> keys;
+  };
+  void count_element() {
+    if (!open_.empty() && open_.back().is_array && ++open_.back().elements > kMaxArray) {
+      throw HeaderFault{
+          fmt::format("an array of more than {} elements: longer than any shape", kMaxArray)};
+    }
+  }
+  std::vector<Container> open_;
 };
 
 // A JSON integer in [0, max], or nothing (float, negative, string, ...).

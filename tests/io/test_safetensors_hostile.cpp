@@ -167,6 +167,14 @@ TEST(SafetensorsHostile, TooManyDims) {
              "13 dims, more than athanor's limit of 12");
 }
 
+TEST(SafetensorsHostile, ArraysLongerThanAnyShapeStopTheParse) {
+  std::string zeros = "[0";
+  for (int i = 0; i < 100000; ++i) zeros += ",0";
+  zeros += "]";
+  expect_bad(file_with(one("\"U8\"", zeros, "[0,0]")), "an array of more than 64 elements");
+  expect_bad(file_with(zeros), "an array of more than 64 elements");
+}
+
 TEST(SafetensorsHostile, DataOffsetsNotTwoIntegers) {
   const char* bad[] = {"[0]",    "[0,1,1]", "[]",        "[\"0\",1]", "[0.0,1]",
                        "[-1,0]", "[0,1.5]", "{\"a\":0}", "null",      "[0,18446744073709551616]"};
