@@ -2,6 +2,7 @@
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ZLIB REQUIRED)  # gzip-compressed IDX files (MNIST)
 
 # Debian's libdnnl-dev ships no CMake package: locate the header and library directly.
 find_path(DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)

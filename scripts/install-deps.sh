@@ -9,10 +9,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang clang-format clang-tidy libclang-rt-14-dev  # sanitizer/fuzzer runtimes, formatting
+  libomp-dev             # OpenMP for clang builds (scripts/fuzz.sh)
   libdnnl-dev            # oneDNN: GEMM, convolution, pooling primitives
   libfmt-dev             # error messages and printing
   nlohmann-json3-dev     # golden-value files, safetensors headers
-  zlib1g-dev
+  zlib1g-dev             # gzip-compressed IDX files (MNIST)
   libgtest-dev libgmock-dev
   libbenchmark-dev
   dataset-fashion-mnist  # the main job's data

@@ -3,7 +3,8 @@
 #   1. release build: every test (op table, golden values, autograd, determinism, the install +
 #      find_package round trip, the docs' examples);
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the library and the test binary,
-#      running every test except the few marked slow (the op table test included).
+#      running every test except the few marked slow (the op table test included);
+#   3. a bounded libFuzzer run of the safetensors parser (scripts/fuzz.sh, clang-14).
 # Usage: scripts/test.sh            (from anywhere; about the time README states)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DATH_SANITIZE=ON \
 cmake --build build-asan -j"$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 -LE slow
+
+echo "== libFuzzer (clang-14 + ASan + UBSan): safetensors parser, bounded run"
+scripts/fuzz.sh 200000 60

@@ -11,7 +11,6 @@ namespace ath {
 
 namespace {
 
-constexpr int kPrecision = 4;
 constexpr int64_t kLineWidth = 80;
 constexpr int64_t kEdgeItems = 3;
 constexpr int64_t kThreshold = 1000;

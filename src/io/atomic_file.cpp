@@ -1,0 +1,111 @@
+#include "athanor/io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "athanor/core/error.h"
+
+namespace ath {
+namespace {
+
+std::string parent_dir(const std::string& path) {
+  std::filesystem::path p(path);
+  std::filesystem::path dir = p.parent_path();
+  return dir.empty() ? std::string(".") : dir.string();
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  ATH_CHECK(!path_.empty(), IOError, "cannot write a file with an empty path");
+  // A unique name next to the destination (rename only is atomic within one file system).
+  // O_EXCL makes a clash with a stale or concurrent temporary file a retry, never a share.
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp_path_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(),
+                             counter.fetch_add(1, std::memory_order_relaxed));
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0) return;
+    if (errno != EEXIST) break;
+  }
+  int err = errno;
+  temp_path_.clear();
+  fail("cannot create a temporary file for", err);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (!committed_) discard();
+}
+
+void AtomicFileWriter::discard() noexcept {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (!temp_path_.empty()) {
+    ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+  }
+}
+
+void AtomicFileWriter::fail(const char* what, int err) {
+  discard();
+  ATH_THROW(IOError, "{} '{}': {}", what, path_, std::strerror(err));
+}
+
+void AtomicFileWriter::write(const void* data, std::size_t n) {
+  ATH_CHECK(fd_ >= 0 && !committed_, IOError, "write to '{}' after commit or failure", path_);
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write", errno);
+    }
+    if (w == 0) fail("cannot write", EIO);
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  ATH_CHECK(fd_ >= 0 && !committed_, IOError, "commit of '{}' after commit or failure", path_);
+  if (::fsync(fd_) != 0) fail("cannot sync", errno);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    fail("cannot write", errno);
+  }
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    fail("cannot rename a temporary file to", errno);
+  temp_path_.clear();
+  committed_ = true;
+  // Makes the rename itself durable. Some file systems cannot sync a directory (EINVAL): the
+  // rename is then as durable as they allow.
+  std::string dir = parent_dir(path_);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    ATH_THROW(IOError, "wrote '{}' but cannot open its directory to sync it: {}", path_,
+              std::strerror(errno));
+  }
+  int rc = ::fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP) {
+    ATH_THROW(IOError, "wrote '{}' but cannot sync its directory: {}", path_, std::strerror(err));
+  }
+}
+
+void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
+  AtomicFileWriter out(path);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
+}
+
+}  // namespace ath
