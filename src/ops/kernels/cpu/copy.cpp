@@ -1,4 +1,6 @@
-// CPU kernels for the copy ops: one strided, broadcasting, converting loop serves all three.
+// CPU kernels for the copy ops: one strided, broadcasting, converting loop serves all three, with
+// a tiled path for transposing copies.
+// Memory contract: reads the source once per element, writes every element of out once.
 #include "athanor/ops/copy.h"
 
 #include "pointwise_loop.h"
@@ -18,12 +20,65 @@ Dst convert(compute_t<Src> v) {
   }
 }
 
+constexpr int64_t kTile = 32;
+
+// A transposing copy: out contiguous, src of the same shape whose stride-1 dim is not its last
+// (x.t().contiguous(), a permuted view, the left operand a matrix product copies). The general
+// loop walks out's rows and reads src with a large stride, a new cache line per element; this
+// one copies kTile x kTile tiles of (that dim, last dim), whose source and destination lines
+// stay in L1, for every index of the other (batch) dims. Returns false when it does not apply.
+template <class Src, class Dst, class F>
+bool transpose_into(Tensor& out, const Tensor& src, const F& f) {
+  const int64_t nd = src.dim();
+  if (nd < 2 || !out.is_contiguous() || src.shape() != out.shape()) return false;
+  const int64_t last = nd - 1, cols = src.shape()[last];
+  int64_t d = -1;
+  for (int64_t k = 0; k < last; ++k) {
+    if (src.strides()[k] == 1 && src.shape()[k] > 1) d = k;
+  }
+  if (d < 0 || src.strides()[last] == 1 || cols < 4 || src.shape()[d] < 4) return false;
+  const int64_t rows = src.shape()[d], s_col = src.strides()[last], o_row = out.strides()[d];
+  // Batch dims: every dim but d and last, innermost first.
+  std::array<int64_t, kMaxDims> bsize{}, bsrc{}, bout{};
+  int64_t nb = 0, batches = 1;
+  for (int64_t k = last - 1; k >= 0; --k) {
+    if (k == d) continue;
+    bsize[nb] = src.shape()[k];
+    bsrc[nb] = src.strides()[k];
+    bout[nb] = out.strides()[k];
+    batches *= bsize[nb++];
+  }
+  const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
+  const Src* sp = static_cast<const Src*>(src.data_ptr());
+  Dst* op = static_cast<Dst*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, kPointwiseGrain / (kTile * kTile));
+  parallel_for(0, batches * tr * tc, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t b = t / (tr * tc), so = 0, oo = 0;
+      const int64_t i0 = (t / tc) % tr * kTile, j0 = t % tc * kTile;
+      for (int64_t k = 0; k < nb; ++k) {
+        so += b % bsize[k] * bsrc[k];
+        oo += b % bsize[k] * bout[k];
+        b /= bsize[k];
+      }
+      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        const Src* si = sp + so + i;
+        Dst* oi = op + oo + i * o_row;
+        for (int64_t j = j0; j < j1; ++j) oi[j] = static_cast<Dst>(f(load(si + j * s_col)));
+      }
+    }
+  });
+  return true;
+}
+
 // Copies src into out (out's shape; src broadcast), converting Src -> out's dtype.
 template <class Src>
 void convert_into(Tensor& out, const Tensor& src) {
   dispatch_dtype(out.dtype(), [&]<class Dst>() {
-    pointwise_loop<Dst, Src>(out, {&src},
-                             [](compute_t<Src> v) { return compute_t<Dst>(convert<Src, Dst>(v)); });
+    auto f = [](compute_t<Src> v) { return compute_t<Dst>(convert<Src, Dst>(v)); };
+    if (transpose_into<Src, Dst>(out, src, f)) return;
+    pointwise_loop<Dst, Src>(out, {&src}, f);
   });
 }
 
