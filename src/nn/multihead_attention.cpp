@@ -39,6 +39,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& b) {
   return b.defined() ? linear(x, w, b) : linear(x, w);
 }
 
+// attn_mask may also be uint8 (PyTorch's deprecated byte masks); key_padding_mask may not.
 bool is_mask_dtype(DType t) { return t == kBool || t == kUInt8 || is_floating(t); }
 
 // scores [B, H, L, S] with a mask broadcast onto it: bool (or uint8) masks set -inf where they
@@ -162,7 +163,7 @@ MultiheadAttentionOutput MultiheadAttention::forward(const Tensor& query_in, con
         }
       }
       if (const Tensor& m = args.key_padding_mask; m.defined()) {
-        ATH_CHECK(is_mask_dtype(m.dtype()), DTypeError,
+        ATH_CHECK(m.dtype() == kBool || is_floating(m.dtype()), DTypeError,
                   "key_padding_mask must be bool or floating, got {}", dtype_name(m.dtype()));
         const Shape want = batched ? Shape{b, s} : Shape{s};
         ATH_CHECK(m.shape() == want, ShapeError, "key_padding_mask must be {}, got shape {}",

@@ -126,8 +126,14 @@ TEST(MultiheadAttention, WeightsAreDistributionsAndDropoutOnlyTrains) {
   mha.train();
   Tensor y = mha(x, x, x, {.is_causal = true}).output;
   EXPECT_GT((y - r.output).abs().sum().item<double>(), 1e-3);
-  // The one-tensor forward is self-attention without masks.
   mha.eval();
+  // A uint8 attn_mask (PyTorch's deprecated byte mask) acts as the bool one.
+  Tensor causal_bool = triu(ones({6, 6}, kBool), 1);
+  testing::expect_close(mha(x, x, x, {.attn_mask = causal_bool.to(kUInt8)}).output,
+                        mha(x, x, x, {.attn_mask = causal_bool}).output, 0, 0, "uint8 mask");
+  testing::expect_close(mha(x, x, x, {.attn_mask = causal_bool}).output,
+                        mha(x, x, x, {.is_causal = true}).output, 1e-5, 1e-6, "bool causal");
+  // The one-tensor forward is self-attention without masks.
   testing::expect_close(mha(x), mha(x, x, x).output, 0, 0, "forward(x)");
 }
 
@@ -171,6 +177,7 @@ TEST(MultiheadAttention, BadInputNamesTheLayer) {
   expect_error<DTypeError>([&] { mha(x, x, x, {.attn_mask = zeros({5, 5}, kInt64)}); }, n);
   expect_error<ShapeError>([&] { mha(x, x, x, {.key_padding_mask = zeros({5, 2}, kBool)}); }, n);
   expect_error<DTypeError>([&] { mha(x, x, x, {.key_padding_mask = zeros({2, 5}, kInt32)}); }, n);
+  expect_error<DTypeError>([&] { mha(x, x, x, {.key_padding_mask = zeros({2, 5}, kUInt8)}); }, n);
   expect_error<ShapeError>([&] { mha(randn({2, 5, 6}), x, x); }, n);
   expect_error<ShapeError>([&] { mha(x, randn({3, 5, 8}), randn({3, 5, 8})); }, n);
   expect_error<ShapeError>([&] { mha(randn({8}), randn({8}), randn({8})); }, n);
