@@ -64,6 +64,20 @@ ATH_OP_ROWS(copy_ops) {
           .ref([](const Tensors& x) {
             return permuted_ref(x[0], {2, 3, 0, 1});
           }),
+      Row("clone", "transposed_int32_exact")
+          .inputs({In::ints({9, 13}, -100, 100, kInt32)})
+          .call([](const Tensors& x) { return x[0].t().clone(); })
+          .ref([](const Tensors& x) {
+            return permuted_ref(x[0], {1, 0});
+          })
+          .exact(),
+      Row("clone", "transposed_bool")
+          .inputs({In::bools({6, 5})})
+          .call([](const Tensors& x) { return x[0].t().clone(); })
+          .ref([](const Tensors& x) {
+            return permuted_ref(x[0], {1, 0});
+          })
+          .exact(),
       Row("to_dtype", "transposed_f32_to_f64")
           .inputs({In::randn({2, 33, 40})})
           .call([](const Tensors& x) { return x[0].transpose(1, 2).to(kFloat64); })

@@ -1,7 +1,8 @@
 // CPU kernels for split_heads and merge_heads.
 //
 // Memory contract: split reads every element of x once (a non-contiguous x is first copied to a
-// dense scratch) and writes each part once; merge is the mirror image. Work is split over the
+// dense scratch) and writes each part once; merge reads each part once, in place, with its own
+// strides, and writes every element of the merged tensor once. Work is split over the
 // rows of the [d0, d1, parts * heads * d] side: each row is one (batch, position) pair whose
 // parts * heads runs of d contiguous elements go to (come from) [B, heads, L, d] tensors.
 #include <algorithm>
@@ -59,22 +60,30 @@ void split_heads_kernel(TensorSpan in, std::span<Tensor> out, const HeadsAttrs& 
   });
 }
 
+// Parts are read in place with their own strides: in a backward pass they are often transposed
+// views (a matrix product's gradient computed as (g^T a)^T), which a dense copy first would
+// transpose once more for nothing.
 template <class T>
 void merge_heads_kernel(TensorSpan in, std::span<Tensor> out, const HeadsAttrs& a) {
   const int64_t n = static_cast<int64_t>(in.size());
-  Tensor src[3];
   const T* parts[3] = {};
-  for (int64_t p = 0; p < n; ++p) {
-    src[p] = dense(in[p]);
-    parts[p] = static_cast<const T*>(src[p].data_ptr());
-  }
+  for (int64_t p = 0; p < n; ++p) parts[p] = static_cast<const T*>(in[p].data_ptr());
   const HeadsLayout l = layout(out[0], a, n);
   T* op = static_cast<T*>(out[0].data_ptr());
   for_rows(l, [&](int64_t r) {
     T* row = op + r * l.width;
+    const int64_t i0 = r / l.d1, i1 = r % l.d1;
+    const int64_t b = l.batch_first ? i0 : i1, pos = l.batch_first ? i1 : i0;
     for (int64_t p = 0; p < l.parts; ++p) {
+      const Strides& st = in[p].strides();
       for (int64_t h = 0; h < l.heads; ++h) {
-        std::copy_n(parts[p] + l.part_offset(r, h), l.d, row + (p * l.heads + h) * l.d);
+        const T* src = parts[p] + b * st[0] + h * st[1] + pos * st[2];
+        T* dst = row + (p * l.heads + h) * l.d;
+        if (st[3] == 1) {
+          std::copy_n(src, l.d, dst);
+        } else {
+          for (int64_t j = 0; j < l.d; ++j) dst[j] = src[j * st[3]];
+        }
       }
     }
   });

@@ -3,6 +3,11 @@
 // Memory contract: reads the source once per element, writes every element of out once.
 #include "athanor/ops/copy.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
+
 #include "pointwise_loop.h"
 #include "register.h"
 
@@ -21,6 +26,38 @@ Dst convert(compute_t<Src> v) {
 }
 
 constexpr int64_t kTile = 32;
+
+// One tile of a 4-byte transpose: out[i * o_row + j] = src[i + j * s_col] for i in [i0, i1),
+// j in [j0, j1), as 4 x 4 register transposes (SSE2, part of x86-64) with scalar edges.
+template <class T>
+void transpose_tile(const T* src, T* out, int64_t s_col, int64_t o_row, int64_t i0, int64_t i1,
+                    int64_t j0, int64_t j1) {
+  int64_t i = i0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    const int64_t j4 = j0 + (j1 - j0) / 4 * 4;
+    for (; i + 4 <= i1; i += 4) {
+      for (int64_t j = j0; j < j4; j += 4) {
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + j * s_col));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 1) * s_col));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 2) * s_col));
+        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 3) * s_col));
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + i * o_row + j), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 1) * o_row + j), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 2) * o_row + j), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 3) * o_row + j), r3);
+      }
+      for (int64_t k = i; k < i + 4; ++k) {
+        for (int64_t j = j4; j < j1; ++j) out[k * o_row + j] = src[k + j * s_col];
+      }
+    }
+  }
+#endif
+  for (; i < i1; ++i) {
+    for (int64_t j = j0; j < j1; ++j) out[i * o_row + j] = src[i + j * s_col];
+  }
+}
 
 // A transposing copy: out contiguous, src of the same shape whose stride-1 dim is not its last
 // (x.t().contiguous(), a permuted view, the left operand a matrix product copies). The general
@@ -62,6 +99,10 @@ bool transpose_into(Tensor& out, const Tensor& src, const F& f) {
         b /= bsize[k];
       }
       const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      if constexpr (std::is_same_v<Src, Dst>) {  // no conversion: a bit-exact move
+        transpose_tile(sp + so, op + oo, s_col, o_row, i0, i1, j0, j1);
+        continue;
+      }
       for (int64_t i = i0; i < i1; ++i) {
         const Src* si = sp + so + i;
         Dst* oi = op + oo + i * o_row;
