@@ -5,6 +5,9 @@
 //   w4_layer            nn::TransformerEncoderLayer with is_causal (the fused causal softmax)
 //   w4_layer_float_mask the same with an explicit [L, L] -inf float mask, as PyTorch 1.13 takes it
 //   w4_attention        its nn::MultiheadAttention alone (need_weights = false)
+//   w4_model            the whole W4 model (token + position embeddings, 2 such blocks, final
+//                       LayerNorm, Linear(128, 256), mean cross-entropy over 16 x 128 tokens):
+//                       forward + backward of one training step, without the optimizer update
 // bench/transformer_torch.py times the same work in PyTorch; bench/run_transformer_compare.sh
 // runs both interleaved and prints athanor / torch.
 //
@@ -18,6 +21,9 @@
 #include <vector>
 
 #include "athanor/athanor.h"
+#include "athanor/nn/embedding.h"
+#include "athanor/nn/linear.h"
+#include "athanor/nn/normalization.h"
 #include "athanor/nn/transformer.h"
 
 namespace {
@@ -32,19 +38,23 @@ ath::Tensor random(const ath::Shape& shape, unsigned seed) {
   return ath::from_vector(v, shape);
 }
 
+ath::nn::TransformerEncoderLayerOptions w4_block() {
+  return {.d_model = kD,
+          .nhead = 4,
+          .dim_feedforward = 512,
+          .dropout = 0.0,
+          .activation = "gelu",
+          .batch_first = true,
+          .norm_first = true};
+}
+
 enum class Case { Layer, LayerFloatMask, Attention };
 
 void w4_fwd_bwd(benchmark::State& state, Case c) {
   const char* threads = std::getenv("OMP_NUM_THREADS");  // 2 unless told otherwise
   ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
   ath::manual_seed(0);
-  ath::nn::TransformerEncoderLayer layer({.d_model = kD,
-                                          .nhead = 4,
-                                          .dim_feedforward = 512,
-                                          .dropout = 0.0,
-                                          .activation = "gelu",
-                                          .batch_first = true,
-                                          .norm_first = true});
+  ath::nn::TransformerEncoderLayer layer(w4_block());
   ath::Tensor x = random({kB, kL, kD}, 1).requires_grad_();
   ath::Tensor gy = random({kB, kL, kD}, 2);
   ath::Tensor mask = ath::triu(ath::full({kL, kL}, -std::numeric_limits<double>::infinity()), 1);
@@ -70,8 +80,46 @@ void w4_fwd_bwd(benchmark::State& state, Case c) {
   }
 }
 
+struct W4Model : ath::nn::Module {
+  ath::nn::Embedding tok{{.num = 256, .dim = kD}}, pos{{.num = kL, .dim = kD}};
+  ath::nn::TransformerEncoder blocks{{.layer = w4_block(), .num_layers = 2}};
+  ath::nn::LayerNorm norm{{.shape = {kD}}};
+  ath::nn::Linear head{{.in = kD, .out = 256}};
+  W4Model() : Module("W4Model") {
+    register_module("tok", tok);
+    register_module("pos", pos);
+    register_module("blocks", blocks);
+    register_module("norm", norm);
+    register_module("head", head);
+  }
+  ath::Tensor forward(const ath::Tensor& ids) override {
+    ath::Tensor h = tok(ids) + pos(ath::arange(ids.size(1)));
+    return head(norm(blocks(h, {.is_causal = true})));
+  }
+};
+
+void w4_model(benchmark::State& state) {
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
+  ath::manual_seed(0);
+  W4Model model;
+  ath::Tensor x = ath::randint(0, 256, {kB, kL}), y = ath::randint(0, 256, {kB, kL, 1});
+  auto step = [&] {
+    ath::Tensor logp = ath::log_softmax(model(x), -1);
+    ath::Tensor loss = -ath::gather(logp, -1, y).mean();
+    model.zero_grad();
+    loss.backward();
+    return loss.item<double>();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  for (auto _ : state) benchmark::DoNotOptimize(step());
+  state.counters["seq/s"] =
+      benchmark::Counter(static_cast<double>(kB) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
+BENCHMARK(w4_model)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer, Case::Layer)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer_float_mask, Case::LayerFloatMask)
     ->UseRealTime()

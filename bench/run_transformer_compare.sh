@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
   policy=${ATH_OMP_WAIT_POLICY:-${OMP_WAIT_POLICY:-}}
   env ${policy:+OMP_WAIT_POLICY=$policy} OMP_NUM_THREADS=2 "$build/bench/bench_transformer" \
-    --benchmark_filter='w4_(layer|attention)/' --benchmark_min_time=1 --benchmark_format=json \
+    --benchmark_filter='w4_(model|layer/|attention)' --benchmark_min_time=1 --benchmark_format=json \
     >"$tmp/ath_$r.json" 2>/dev/null
   LD_LIBRARY_PATH=${TORCH_LD_LIBRARY_PATH:-${LD_LIBRARY_PATH:-}} OMP_NUM_THREADS=2 \
     OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE \
@@ -35,7 +35,8 @@ tmp, rounds = sys.argv[1], int(sys.argv[2])
 ath, torch = {}, {}
 for r in range(1, rounds + 1):
     for b in json.load(open(f"{tmp}/ath_{r}.json"))["benchmarks"]:
-        name = b["name"].split("/")[1]  # w4_fwd_bwd/w4_layer/real_time
+        parts = b["name"].split("/")  # w4_fwd_bwd/w4_layer/real_time or w4_model/real_time
+        name = parts[1] if parts[0] == "w4_fwd_bwd" else parts[0]
         scale = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
         ath.setdefault(name, []).append(b["real_time"] * scale)
     for line in open(f"{tmp}/torch_{r}.json"):

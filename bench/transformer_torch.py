@@ -6,8 +6,9 @@ GELU, dropout 0, causal mask, batch_first) on [16, 128, 128], forward + backward
 Prints one JSON line per case: {"name", "ms" (per fwd+bwd iteration), "iterations"}. The work
 matches bench/bench_transformer.cpp: y = layer(x, src_mask=causal), then the gradients of
 <y, gy> w.r.t. x and every parameter (torch.autograd.grad, nothing accumulated into .grad).
-Cases: "w4_layer" (nn.TransformerEncoderLayer) and "w4_attention" (its nn.MultiheadAttention
-alone, need_weights=False).
+Cases: "w4_layer" (nn.TransformerEncoderLayer), "w4_attention" (its nn.MultiheadAttention
+alone, need_weights=False) and "w4_model" (the whole W4 model: embeddings, 2 blocks, LayerNorm,
+Linear(128, 256), cross-entropy; forward + backward of a training step without the optimizer).
 """
 import argparse
 import json
@@ -61,7 +62,31 @@ def main():
         y = attn(x, x, x, attn_mask=mask, need_weights=False)[0]
         return torch.autograd.grad(y, attn_params, gy)
 
-    for name, step in (("w4_layer", layer_step), ("w4_attention", attn_step)):
+    class W4(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(256, D), nn.Embedding(L, D)
+            block = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation="gelu",
+                                               batch_first=True, norm_first=True)
+            self.blocks = nn.TransformerEncoder(block, 2, enable_nested_tensor=False)
+            self.norm, self.head = nn.LayerNorm(D), nn.Linear(D, 256)
+
+        def forward(self, ids):
+            h = self.tok(ids) + self.pos(torch.arange(ids.size(1)))
+            return self.head(self.norm(self.blocks(h, mask=mask)))
+
+    model = W4().train()
+    ids, targets = torch.randint(0, 256, (B, L)), torch.randint(0, 256, (B, L))
+
+    def model_step():
+        logits = model(ids)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 256), targets.reshape(-1))
+        model.zero_grad()
+        loss.backward()
+        return loss.item()
+
+    for name, step in (("w4_model", model_step), ("w4_layer", layer_step),
+                       ("w4_attention", attn_step)):
         ms, n = timed(step, args.min_time)
         print(json.dumps({"name": name, "ms": ms, "iterations": n}), flush=True)
 
