@@ -129,3 +129,6 @@ BENCHMARK_CAPTURE(w4_fwd_bwd, w4_attention, Case::Attention)
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
+
+#include "athanor/core/thread_policy.h"
+ATH_SHORT_OPENMP_SPIN();
