@@ -1,5 +1,5 @@
-// Op-table rows: relu, leaky_relu, elu/selu, gelu, silu, mish, softplus, hardtanh, hardsigmoid,
-// hardswish.
+// Op-table rows: relu, leaky_relu, elu/selu, gelu (and its fused backward), silu, mish, softplus,
+// hardtanh, hardsigmoid, hardswish.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -22,6 +22,11 @@ double elu_d(double v, double alpha, double scale) {
   return v > 0 ? scale * v : scale * alpha * (std::exp(v) - 1);
 }
 double gelu_d(double v) { return v * 0.5 * (1 + std::erf(v / std::sqrt(2.0))); }
+// g * (Phi(x) + x * phi(x))
+double gelu_backward_d(double g, double x) {
+  return g * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+              x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi));
+}
 double gelu_tanh_d(double v) {
   const double k = std::sqrt(2 / std::numbers::pi);
   return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
@@ -92,6 +97,44 @@ ATH_OP_ROWS(activations) {
           .ref(unary_ref(gelu_d))
           .dtypes(kAllFloats)
           .bad("integer input", int_input([](const Tensor& t) { return gelu(t); })),
+      // Long enough for the vectorized loop, through the erf polynomial's switch at |x| 1.3
+      // and its tails.
+      Row("gelu", "wide_range_strided")
+          .inputs({In::uniform({5, 40}, -9, 9).strided()})
+          .call([](const Tensors& x) { return gelu(x[0]); })
+          .ref(unary_ref(gelu_d))
+          .dtypes(kAllFloats),
+      Row("gelu", "nan_inf")
+          .inputs({In::fixed({4}, {kNaN, INFINITY, -20.0, 0.0})})
+          .call([](const Tensors& x) { return gelu(x[0]); })
+          .ref(unary_ref([](double v) { return std::isinf(v) ? v : gelu_d(v); }))
+          .no_gradcheck(),
+      Row("gelu_backward")
+          .inputs({In::randn({4, 37}), In::uniform({4, 37}, -6, 6)})
+          .call([](const Tensors& x) {
+            return call1(op_gelu_backward(), {x[0], x[1]});
+          })
+          .ref(binary_ref(gelu_backward_d))
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .bad("tanh approximation",
+               [] {
+                 call1(op_gelu_backward(), {ones({2}), ones({2})},
+                       GeluAttrs{.approximate = GeluApprox::Tanh});
+               })
+          .bad("shape mismatch",
+               [] {
+                 call1(op_gelu_backward(), {ones({2}), ones({3})});
+               })
+          .bad("integer inputs",
+               [] {
+                 call1(op_gelu_backward(), {ones({2}, kInt64), ones({2}, kInt64)});
+               }),
+      Row("gelu_backward", "strided")
+          .inputs({In::randn({3, 5}).strided(), In::uniform({3, 5}, -3, 3).strided()})
+          .call([](const Tensors& x) {
+            return call1(op_gelu_backward(), {x[0], x[1]});
+          })
+          .ref(binary_ref(gelu_backward_d)),
       Row("gelu", "tanh")
           .inputs({In::uniform({3, 4}, -4, 4).strided()})
           .call([](const Tensors& x) { return gelu(x[0], GeluApprox::Tanh); })

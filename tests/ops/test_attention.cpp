@@ -1,4 +1,5 @@
-// scaled_dot_product_attention against a naive float64 loop reference, with causal, bool and
+// scaled_dot_product_attention against a naive float64 loop reference and against PyTorch's
+// explicit softmax(q k^T / sqrt(d) + mask) v (goldens, with gradients), with causal, bool and
 // additive masks; gradients by gradcheck; bad input.
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 
 #include "athanor/athanor.h"
 #include "support/golden.h"
+#include "support/module_golden.h"
 
 namespace ath {
 namespace {
@@ -69,6 +71,21 @@ TEST(Attention, PlainCausalBoolAndAdditiveMasks) {
       scaled_dot_product_attention(x.q, x.k, x.v, {.mask = bias}),
       reference(x.q, x.k, x.v, [&](auto, auto i, auto j) { return bv[i * 5 + j]; }), 1e-5, 1e-6,
       "additive mask");
+}
+
+// Cases written by tools/golden/transformer.py: q [2, 2, 4, 6], k [2, 2, 5, 6], v [2, 2, 5, 3];
+// the bool mask [2, 1, 4, 5] keeps where true, the additive one [4, 5] is added.
+TEST(Attention, MatchesPyTorchMath) {
+  nn::Module none("ScaledDotProductAttention");  // no parameters: check_module_golden's holder
+  for (const testing::GoldenCase& c : testing::load_golden("transformer")) {
+    if (c.name.rfind("sdpa_", 0) != 0) continue;
+    AttentionOptions o{.is_causal = c.name == "sdpa_causal"};
+    testing::check_module_golden(c, none, [&](const std::vector<Tensor>& in) {
+      AttentionOptions with = o;
+      if (in.size() == 4) with.mask = in[3];
+      return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], with)};
+    });
+  }
 }
 
 TEST(Attention, GradientsMatchFiniteDifferences) {

@@ -57,6 +57,9 @@ const Op<NoAttrs>& op_relu();
 const Op<LeakyReluAttrs>& op_leaky_relu();
 const Op<EluAttrs>& op_elu();  // selu is elu with kSeluAlpha, kSeluScale
 const Op<GeluAttrs>& op_gelu();
+// gelu_backward(g, x) = g * (Phi(x) + x * phi(x)): the exact GELU's gradient in one fused pass
+// (the tanh approximation's gradient stays a composition).
+const Op<GeluAttrs>& op_gelu_backward();
 const Op<NoAttrs>& op_silu();
 const Op<NoAttrs>& op_mish();
 const Op<SoftplusAttrs>& op_softplus();

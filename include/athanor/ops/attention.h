@@ -1,9 +1,12 @@
-// Scaled dot-product attention, composed from registered ops (matmul, masked_fill, add,
-// softmax), so autograd, the tracer and the graph compiler see its parts.
+// Scaled dot-product attention, composed from registered ops (matmul, masked_fill, add, and
+// attention_softmax: the row softmax with the scale and the causal mask fused in), so autograd,
+// the tracer and the graph compiler see its parts.
 //
 //   // q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev] -> [B, H, L, Ev]
 //   Tensor y = scaled_dot_product_attention(q, k, v, {.is_causal = true});
 //   Tensor z = scaled_dot_product_attention(q, k, v, {.mask = pad_mask});  // bool: true = keep
+//   Tensor p = attention_softmax(scores, 0.125, /*causal=*/true);          // [..., L, S]
+//   auto qkv = split_heads(packed, /*heads=*/4, /*parts=*/3);   // [B, L, 3E] -> 3 x [B, 4, L, d]
 //
 // softmax(q k^T * scale + mask) v, as torch.nn.functional.scaled_dot_product_attention (2.x)
 // defines it: a bool mask keeps the positions where it is true (others get -inf), a floating
@@ -11,7 +14,9 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
+#include "athanor/ops/op.h"
 #include "athanor/tensor/tensor.h"
 
 namespace ath {
@@ -25,5 +30,36 @@ struct AttentionOptions {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
+
+// Multi-head attention's head split as one copy: x [d0, d1, parts * heads * d], the layout of a
+// (packed) projection, [B, L, ...] with batch_first, else [L, B, ...], becomes `parts` (1 to 3:
+// q, k, v) contiguous tensors [B, heads, L, d], so every batched product over the heads reads
+// dense operands. merge_heads is the inverse ([B, heads, L, d] parts -> [d0, d1, parts*heads*d])
+// and each is the other's backward: one pass over the data either way, no scatter into zeros.
+std::vector<Tensor> split_heads(const Tensor& x, int64_t heads, int64_t parts = 1,
+                                bool batch_first = true);
+Tensor merge_heads(const std::vector<Tensor>& parts, bool batch_first = true);
+
+struct HeadsAttrs {
+  int64_t heads = 1;
+  int64_t parts = 1;  // split_heads: how many of its 3 outputs are real (the rest are [0])
+  bool batch_first = true;
+};
+const Op<HeadsAttrs>& op_split_heads();  // (x) -> (part 0, part 1, part 2)
+const Op<HeadsAttrs>& op_merge_heads();  // (part 0 [, part 1 [, part 2]]) -> merged
+
+// softmax over the last dim of scale * x, where with `causal` row i of each [L, S] matrix keeps
+// only columns j <= i (the others get probability 0; no mask tensor is built). One pass per row:
+// the attention weights of scaled_dot_product_attention and nn::MultiheadAttention.
+Tensor attention_softmax(const Tensor& x, double scale = 1.0, bool causal = false);
+
+struct AttentionSoftmaxAttrs {
+  double scale = 1.0;
+  bool causal = false;
+};
+const Op<AttentionSoftmaxAttrs>& op_attention_softmax();
+// attention_softmax_backward(g, y) = scale * y * (g - sum(g * y, -1)), y = attention_softmax(x).
+// With causal, the masked columns (y = 0 there) are written as 0 without being read.
+const Op<AttentionSoftmaxAttrs>& op_attention_softmax_backward();
 
 }  // namespace ath

@@ -79,11 +79,8 @@ const Op<GeluAttrs>& op_gelu() {
       .backward =
           [](BackwardContext& c, const GeluAttrs& a) {
             const Tensor& x = c.input(0);
-            if (a.approximate == GeluApprox::None) {  // Phi(x) + x * phi(x)
-              Tensor cdf = mul(add(erf(mul(x, std::numbers::sqrt2 / 2)), 1), 0.5);
-              Tensor pdf =
-                  mul(exp(mul(mul(x, x), -0.5)), std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-              return set_scaled(c, add(cdf, mul(x, pdf)));
+            if (a.approximate == GeluApprox::None) {  // g * (Phi(x) + x * phi(x)), fused
+              return c.set_grad_input(0, call1(op_gelu_backward(), {c.grad_output(0), x}, a));
             }
             // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3))
             constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, cub = 0.044715;
@@ -92,6 +89,40 @@ const Op<GeluAttrs>& op_gelu() {
             Tensor inner_d = mul(add(mul(x2, 3 * cub), 1), k);
             Tensor d = add(mul(add(t, 1), 0.5), mul(mul(mul(x, 1 - mul(t, t)), inner_d), 0.5));
             set_scaled(c, d);
+          },
+  });
+  return op;
+}
+
+const Op<GeluAttrs>& op_gelu_backward() {
+  static const auto& op = define_op<GeluAttrs>({
+      .name = "gelu_backward",
+      .kind = OpKind::Pointwise,
+      .num_inputs = 2,
+      .save_inputs = 0b11,
+      .infer =
+          [](TensorSpan in, const GeluAttrs& a) {
+            ATH_CHECK(a.approximate == GeluApprox::None, ValueError,
+                      "only the exact GELU has a fused backward (tanh's is composed)");
+            ATH_CHECK(in[0].shape() == in[1].shape(), ShapeError,
+                      "grad shape {} doesn't match the input shape {}", to_string(in[0].shape()),
+                      to_string(in[1].shape()));
+            DType t = promote_types(in[0].dtype(), in[1].dtype());
+            ATH_CHECK(is_floating(t), DTypeError, "expected floating inputs, got {} and {}",
+                      dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+            return OutputSpec{{{in[0].shape(), t}}, t};
+          },
+      .backward =
+          [](BackwardContext& c, const GeluAttrs& a) {
+            // out = g * gelu'(x): linear in g; gelu''(x) = phi(x) * (2 - x^2).
+            const Tensor& h = c.grad_output(0);
+            const Tensor &g = c.input(0), &x = c.input(1);
+            if (c.needs_grad(0)) c.set_grad_input(0, call1(op_gelu_backward(), {h, x}, a));
+            if (c.needs_grad(1)) {
+              Tensor x2 = mul(x, x);
+              Tensor pdf = mul(exp(mul(x2, -0.5)), std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+              c.set_grad_input(1, mul(mul(mul(h, g), pdf), add(mul(x2, -1), 2)));
+            }
           },
   });
   return op;

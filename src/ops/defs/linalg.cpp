@@ -25,6 +25,18 @@ void check_inner(const Tensor& a, const Tensor& b) {
             to_string(b.shape()), a.shape()[a.dim() - 1], b.shape()[b.dim() - 2]);
 }
 
+// a^T @ g, the gradient of a product's right operand, via `product`. oneDNN's kernel reads its
+// left operand row-major, so a^T (column-major when a is row-major) is copied first: when g has
+// fewer columns than a, (g^T @ a)^T copies the smaller g instead and returns a transposed view.
+// The choice depends on shapes only, so results stay independent of the thread count.
+template <class Product>
+Tensor left_transposed_product(const Tensor& a, const Tensor& g, const Product& product) {
+  const bool a_row_major = a.stride(-1) == 1 && a.size(-1) > 1;
+  const bool g_row_major = g.stride(-1) == 1;
+  if (a_row_major && g_row_major && g.size(-1) < a.size(-1)) return product(g.mT(), a).mT();
+  return product(a.mT(), g);
+}
+
 }  // namespace detail
 
 namespace {
@@ -85,7 +97,9 @@ const Op<NoAttrs>& op_mm() {
           [](BackwardContext& ctx, const NoAttrs&) {
             const Tensor& g = ctx.grad_output(0);
             if (ctx.needs_grad(0)) ctx.set_grad_input(0, mm(g, ctx.input(1).t()));
-            if (ctx.needs_grad(1)) ctx.set_grad_input(1, mm(ctx.input(0).t(), g));
+            if (ctx.needs_grad(1)) {
+              ctx.set_grad_input(1, detail::left_transposed_product(ctx.input(0), g, mm));
+            }
           },
   });
   return op;
@@ -102,7 +116,9 @@ const Op<NoAttrs>& op_bmm() {
           [](BackwardContext& ctx, const NoAttrs&) {
             const Tensor& g = ctx.grad_output(0);
             if (ctx.needs_grad(0)) ctx.set_grad_input(0, bmm(g, ctx.input(1).mT()));
-            if (ctx.needs_grad(1)) ctx.set_grad_input(1, bmm(ctx.input(0).mT(), g));
+            if (ctx.needs_grad(1)) {
+              ctx.set_grad_input(1, detail::left_transposed_product(ctx.input(0), g, bmm));
+            }
           },
   });
   return op;
@@ -124,7 +140,10 @@ const Op<NoAttrs>& op_matmul() {
               ctx.set_grad_input(0, sum_to(ga, ctx.input_meta(0).shape));
             }
             if (ctx.needs_grad(1)) {
-              Tensor gb = call1(op_matmul(), {ctx.input(0).mT(), g});
+              Tensor gb = detail::left_transposed_product(ctx.input(0), g,
+                                                          [](const Tensor& x, const Tensor& y) {
+                                                            return call1(op_matmul(), {x, y});
+                                                          });
               ctx.set_grad_input(1, sum_to(gb, ctx.input_meta(1).shape));
             }
           },

@@ -92,7 +92,14 @@ const Op<NoAttrs>& op_linear() {
             if (ctx.needs_grad(0)) ctx.set_grad_input(0, matmul(g, w));
             if (ctx.needs_grad(1) || ctx.num_inputs() == 3) {
               Tensor g2 = g.reshape({rows, out});
-              if (ctx.needs_grad(1)) ctx.set_grad_input(1, mm(g2.t(), x.reshape({rows, in})));
+              // g^T x: copying the narrower of g and x for the transposed left operand (as
+              // left_transposed_product does); AccumulateGrad stores a contiguous copy.
+              if (ctx.needs_grad(1)) {
+                Tensor x2 = x.reshape({rows, in});
+                ctx.set_grad_input(1, in < out && x2.stride(-1) == 1 && g2.stride(-1) == 1
+                                          ? mm(x2.t(), g2).t()
+                                          : mm(g2.t(), x2));
+              }
               if (ctx.num_inputs() == 3 && ctx.needs_grad(2)) ctx.set_grad_input(2, sum(g2, {0}));
             }
           },

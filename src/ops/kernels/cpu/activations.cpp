@@ -5,10 +5,55 @@
 
 #include <numbers>
 
+#include "gelu_math.h"
+#include "simd_clones.h"
 #include "unary_kernel.h"
 
 namespace ath::kernels {
 namespace {
+
+// Dense float32 GELU loops, compiled per SIMD level (simd_clones.h).
+ATH_SIMD_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf_fast(x[i]);
+}
+ATH_SIMD_CLONES void gelu_backward_f32(const float* g, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = g[i] * (normal_cdf_fast(x[i]) + x[i] * normal_pdf(x[i]));
+}
+
+// Runs fn(begin, end) over a float32 op whose operands are all dense and of out's size (the
+// common case); false otherwise, for the general loop.
+template <class T, class Fn>
+bool run_dense_f32(Tensor& out, std::initializer_list<const Tensor*> ins, const Fn& fn) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (!out.is_contiguous()) return false;
+    for (const Tensor* t : ins) {
+      if (!t->is_contiguous() || t->numel() != out.numel()) return false;
+    }
+    parallel_for(0, out.numel(), kPointwiseGrain, fn);
+    return true;
+  }
+}
+
+// gelu_backward(g, x) = g * (Phi(x) + x * phi(x)).
+// Memory contract: reads g and x once per element, writes out[0] once.
+template <class T>
+void gelu_backward_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs&) {
+  using C = compute_t<T>;
+  const T *g = static_cast<const T*>(in[0].data_ptr()),
+          *x = static_cast<const T*>(in[1].data_ptr());
+  T* y = static_cast<T*>(out[0].data_ptr());
+  if (run_dense_f32<T>(out[0], {&in[0], &in[1]}, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same_v<T, float>) gelu_backward_f32(g + b, x + b, y + b, e - b);
+      })) {
+    return;
+  }
+  pointwise_loop<T, T, T>(
+      out[0], {&in[0], &in[1]}, [](C gv, C xv) __attribute__((always_inline)) {
+        return gv * (normal_cdf<C>(xv) + xv * normal_pdf<C>(xv));
+      });
+}
 
 template <class T>
 void relu_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
@@ -36,9 +81,17 @@ template <class T>
 void gelu_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs& a) {
   using C = compute_t<T>;
   if (a.approximate == GeluApprox::None) {
-    const C r = static_cast<C>(std::numbers::sqrt2 / 2);
-    pointwise_loop<T, T>(out[0], {&in[0]},
-                         [r](C x) { return C(0.5) * x * (C(1) + std::erf(x * r)); });
+    const T* x = static_cast<const T*>(in[0].data_ptr());
+    T* y = static_cast<T*>(out[0].data_ptr());
+    if (run_dense_f32<T>(out[0], {&in[0]}, [&](int64_t b, int64_t e) {
+          if constexpr (std::is_same_v<T, float>) gelu_f32(x + b, y + b, e - b);
+        })) {
+      return;
+    }
+    // Forced inline (also in gelu_backward): GCC otherwise keeps the lambda out of line, and a
+    // call per element cannot vectorize.
+    pointwise_loop<T, T>(
+        out[0], {&in[0]}, [](C v) __attribute__((always_inline)) { return v * normal_cdf<C>(v); });
   } else {
     const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
     const C c = static_cast<C>(0.044715);
@@ -69,6 +122,7 @@ const bool registered = [] {
   register_cpu_floating(op_leaky_relu(), []<class T>() { return &leaky_relu_kernel<T>; });
   register_cpu_floating(op_elu(), []<class T>() { return &elu_kernel<T>; });
   register_cpu_floating(op_gelu(), []<class T>() { return &gelu_kernel<T>; });
+  register_cpu_floating(op_gelu_backward(), []<class T>() { return &gelu_backward_kernel<T>; });
   register_cpu_floating(op_softplus(), []<class T>() { return &softplus_kernel<T>; });
   register_cpu_numeric(op_hardtanh(), []<class T>() { return &hardtanh_kernel<T>; });
   register_unary_floating(op_silu(), [](auto x) {

@@ -1,5 +1,12 @@
-// CPU kernels for the copy ops: one strided, broadcasting, converting loop serves all three.
+// CPU kernels for the copy ops: one strided, broadcasting, converting loop serves all three, with
+// a tiled path for transposing copies.
+// Memory contract: reads the source once per element, writes every element of out once.
 #include "athanor/ops/copy.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 #include "pointwise_loop.h"
 #include "register.h"
@@ -18,12 +25,101 @@ Dst convert(compute_t<Src> v) {
   }
 }
 
+constexpr int64_t kTile = 32;
+
+// One tile of a 4-byte transpose: out[i * o_row + j] = src[i + j * s_col] for i in [i0, i1),
+// j in [j0, j1), as 4 x 4 register transposes (SSE2, part of x86-64) with scalar edges.
+template <class T>
+void transpose_tile(const T* src, T* out, int64_t s_col, int64_t o_row, int64_t i0, int64_t i1,
+                    int64_t j0, int64_t j1) {
+  int64_t i = i0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    const int64_t j4 = j0 + (j1 - j0) / 4 * 4;
+    for (; i + 4 <= i1; i += 4) {
+      for (int64_t j = j0; j < j4; j += 4) {
+        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + j * s_col));
+        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 1) * s_col));
+        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 2) * s_col));
+        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(src + i + (j + 3) * s_col));
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + i * o_row + j), r0);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 1) * o_row + j), r1);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 2) * o_row + j), r2);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (i + 3) * o_row + j), r3);
+      }
+      for (int64_t k = i; k < i + 4; ++k) {
+        for (int64_t j = j4; j < j1; ++j) out[k * o_row + j] = src[k + j * s_col];
+      }
+    }
+  }
+#endif
+  for (; i < i1; ++i) {
+    for (int64_t j = j0; j < j1; ++j) out[i * o_row + j] = src[i + j * s_col];
+  }
+}
+
+// A transposing copy: out contiguous, src of the same shape whose stride-1 dim is not its last
+// (x.t().contiguous(), a permuted view, the left operand a matrix product copies). The general
+// loop walks out's rows and reads src with a large stride, a new cache line per element; this
+// one copies kTile x kTile tiles of (that dim, last dim), whose source and destination lines
+// stay in L1, for every index of the other (batch) dims. Returns false when it does not apply.
+template <class Src, class Dst, class F>
+bool transpose_into(Tensor& out, const Tensor& src, const F& f) {
+  const int64_t nd = src.dim();
+  if (nd < 2 || !out.is_contiguous() || src.shape() != out.shape()) return false;
+  const int64_t last = nd - 1, cols = src.shape()[last];
+  int64_t d = -1;
+  for (int64_t k = 0; k < last; ++k) {
+    if (src.strides()[k] == 1 && src.shape()[k] > 1) d = k;
+  }
+  if (d < 0 || src.strides()[last] == 1 || cols < 4 || src.shape()[d] < 4) return false;
+  const int64_t rows = src.shape()[d], s_col = src.strides()[last], o_row = out.strides()[d];
+  // Batch dims: every dim but d and last, innermost first.
+  std::array<int64_t, kMaxDims> bsize{}, bsrc{}, bout{};
+  int64_t nb = 0, batches = 1;
+  for (int64_t k = last - 1; k >= 0; --k) {
+    if (k == d) continue;
+    bsize[nb] = src.shape()[k];
+    bsrc[nb] = src.strides()[k];
+    bout[nb] = out.strides()[k];
+    batches *= bsize[nb++];
+  }
+  const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
+  const Src* sp = static_cast<const Src*>(src.data_ptr());
+  Dst* op = static_cast<Dst*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, kPointwiseGrain / (kTile * kTile));
+  parallel_for(0, batches * tr * tc, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t b = t / (tr * tc), so = 0, oo = 0;
+      const int64_t i0 = (t / tc) % tr * kTile, j0 = t % tc * kTile;
+      for (int64_t k = 0; k < nb; ++k) {
+        so += b % bsize[k] * bsrc[k];
+        oo += b % bsize[k] * bout[k];
+        b /= bsize[k];
+      }
+      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      if constexpr (std::is_same_v<Src, Dst>) {  // no conversion: a bit-exact move
+        transpose_tile(sp + so, op + oo, s_col, o_row, i0, i1, j0, j1);
+        continue;
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        const Src* si = sp + so + i;
+        Dst* oi = op + oo + i * o_row;
+        for (int64_t j = j0; j < j1; ++j) oi[j] = static_cast<Dst>(f(load(si + j * s_col)));
+      }
+    }
+  });
+  return true;
+}
+
 // Copies src into out (out's shape; src broadcast), converting Src -> out's dtype.
 template <class Src>
 void convert_into(Tensor& out, const Tensor& src) {
   dispatch_dtype(out.dtype(), [&]<class Dst>() {
-    pointwise_loop<Dst, Src>(out, {&src},
-                             [](compute_t<Src> v) { return compute_t<Dst>(convert<Src, Dst>(v)); });
+    auto f = [](compute_t<Src> v) { return compute_t<Dst>(convert<Src, Dst>(v)); };
+    if (transpose_into<Src, Dst>(out, src, f)) return;
+    pointwise_loop<Dst, Src>(out, {&src}, f);
   });
 }
 

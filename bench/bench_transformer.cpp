@@ -1,0 +1,134 @@
+// One encoder block of the W4 char-transformer (/work/shared/WORKLOADS.md): pre-LayerNorm,
+// d_model 128, 4 heads, feed-forward 512, GELU, dropout 0, causal, batch_first, on [16, 128, 128]:
+// forward + backward (gradients of <y, gy> w.r.t. the input and every parameter) per iteration,
+// on 2 threads (OMP_NUM_THREADS overrides).
+//   w4_layer            nn::TransformerEncoderLayer with is_causal (the fused causal softmax)
+//   w4_layer_float_mask the same with an explicit [L, L] -inf float mask, as PyTorch 1.13 takes it
+//   w4_attention        its nn::MultiheadAttention alone (need_weights = false)
+//   w4_model            the whole W4 model (token + position embeddings, 2 such blocks, final
+//                       LayerNorm, Linear(128, 256), mean cross-entropy over 16 x 128 tokens):
+//                       forward + backward of one training step, without the optimizer update
+// bench/transformer_torch.py times the same work in PyTorch; bench/run_transformer_compare.sh
+// runs both interleaved and prints athanor / torch.
+//
+//   ./build/bench/bench_transformer --benchmark_min_time=1
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "athanor/athanor.h"
+#include "athanor/nn/embedding.h"
+#include "athanor/nn/linear.h"
+#include "athanor/nn/normalization.h"
+#include "athanor/nn/transformer.h"
+
+namespace {
+
+constexpr int64_t kB = 16, kL = 128, kD = 128;
+
+ath::Tensor random(const ath::Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return ath::from_vector(v, shape);
+}
+
+ath::nn::TransformerEncoderLayerOptions w4_block() {
+  return {.d_model = kD,
+          .nhead = 4,
+          .dim_feedforward = 512,
+          .dropout = 0.0,
+          .activation = "gelu",
+          .batch_first = true,
+          .norm_first = true};
+}
+
+enum class Case { Layer, LayerFloatMask, Attention };
+
+void w4_fwd_bwd(benchmark::State& state, Case c) {
+  const char* threads = std::getenv("OMP_NUM_THREADS");  // 2 unless told otherwise
+  ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
+  ath::manual_seed(0);
+  ath::nn::TransformerEncoderLayer layer(w4_block());
+  ath::Tensor x = random({kB, kL, kD}, 1).requires_grad_();
+  ath::Tensor gy = random({kB, kL, kD}, 2);
+  ath::Tensor mask = ath::triu(ath::full({kL, kL}, -std::numeric_limits<double>::infinity()), 1);
+  std::vector<ath::Tensor> wrt{x};
+  ath::nn::Module& params =
+      c == Case::Attention ? static_cast<ath::nn::Module&>(layer.self_attn) : layer;
+  for (const ath::Tensor& p : params.parameters()) wrt.push_back(p);
+  auto step = [&] {
+    ath::Tensor y;
+    if (c == Case::Attention) {
+      y = layer.self_attn(x, x, x, {.need_weights = false, .is_causal = true}).output;
+    } else if (c == Case::Layer) {
+      y = layer(x, {.is_causal = true});
+    } else {
+      y = layer(x, {.src_mask = mask});
+    }
+    return ath::grad({y}, wrt, {gy});
+  };
+  for (int i = 0; i < 3; ++i) step();  // warm the allocator and oneDNN's primitive cache
+  for (auto _ : state) {
+    std::vector<ath::Tensor> g = step();
+    benchmark::DoNotOptimize(g[0].data_ptr());
+  }
+}
+
+struct W4Model : ath::nn::Module {
+  ath::nn::Embedding tok{{.num = 256, .dim = kD}}, pos{{.num = kL, .dim = kD}};
+  ath::nn::TransformerEncoder blocks{{.layer = w4_block(), .num_layers = 2}};
+  ath::nn::LayerNorm norm{{.shape = {kD}}};
+  ath::nn::Linear head{{.in = kD, .out = 256}};
+  W4Model() : Module("W4Model") {
+    register_module("tok", tok);
+    register_module("pos", pos);
+    register_module("blocks", blocks);
+    register_module("norm", norm);
+    register_module("head", head);
+  }
+  ath::Tensor forward(const ath::Tensor& ids) override {
+    ath::Tensor h = tok(ids) + pos(ath::arange(ids.size(1)));
+    return head(norm(blocks(h, {.is_causal = true})));
+  }
+};
+
+void w4_model(benchmark::State& state) {
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
+  ath::manual_seed(0);
+  W4Model model;
+  ath::Tensor x = ath::randint(0, 256, {kB, kL}), y = ath::randint(0, 256, {kB, kL, 1});
+  auto step = [&] {
+    ath::Tensor logp = ath::log_softmax(model(x), -1);
+    ath::Tensor loss = -ath::gather(logp, -1, y).mean();
+    model.zero_grad();
+    loss.backward();
+    return loss.item<double>();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  for (auto _ : state) benchmark::DoNotOptimize(step());
+  state.counters["seq/s"] =
+      benchmark::Counter(static_cast<double>(kB) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+BENCHMARK(w4_model)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer, Case::Layer)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer_float_mask, Case::LayerFloatMask)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(w4_fwd_bwd, w4_attention, Case::Attention)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
+
+#include "athanor/core/thread_policy.h"
+ATH_SHORT_OPENMP_SPIN();

@@ -1,0 +1,179 @@
+// Op-table rows: attention_softmax (scaled, optionally causal row softmax) and its backward op;
+// split_heads and merge_heads (multi-head layout changes).
+#include <cmath>
+#include <limits>
+
+#include "support/op_table.h"
+#include "support/reference.h"
+
+namespace ath::testing {
+
+namespace {
+
+// Rows of length S over the last dim; row r is row r % L of its [L, S] matrix; with causal
+// only the first min(i + 1, S) entries are kept.
+template <class Fn>
+void for_rows(const Shape& shape, bool causal, const Fn& fn) {
+  const int64_t s = shape.back(), l = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  const int64_t rows = s == 0 ? 0 : numel(shape) / s;
+  for (int64_t r = 0; r < rows; ++r) fn(r * s, causal ? std::min(r % l + 1, s) : s, s);
+}
+
+Tensor softmax_ref(const Tensor& x, double scale, bool causal) {
+  std::vector<double> xv = values(x), out(xv.size(), 0.0);
+  for_rows(x.shape(), causal, [&](int64_t base, int64_t n, int64_t) {
+    double m = -std::numeric_limits<double>::infinity(), z = 0;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, scale * xv[base + j]);
+    for (int64_t j = 0; j < n; ++j) z += std::exp(scale * xv[base + j] - m);
+    for (int64_t j = 0; j < n; ++j) out[base + j] = std::exp(scale * xv[base + j] - m) / z;
+  });
+  return make_f64(x.shape(), out);
+}
+
+Tensor backward_ref(const Tensor& g, const Tensor& y, double scale, bool causal) {
+  std::vector<double> gv = values(g), yv = values(y), out(gv.size(), 0.0);
+  for_rows(g.shape(), causal, [&](int64_t base, int64_t n, int64_t) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += gv[base + j] * yv[base + j];
+    for (int64_t j = 0; j < n; ++j) out[base + j] = scale * yv[base + j] * (gv[base + j] - s);
+  });
+  return make_f64(g.shape(), out);
+}
+
+Row forward_row(std::string label, In x, double scale, bool causal) {
+  return Row("attention_softmax", std::move(label))
+      .inputs({std::move(x)})
+      .call([=](const Tensors& t) { return attention_softmax(t[0], scale, causal); })
+      .ref([=](const Tensors& t) { return softmax_ref(t[0], scale, causal); });
+}
+
+Row backward_row(std::string label, Shape s, double scale, bool causal) {
+  const AttentionSoftmaxAttrs a{.scale = scale, .causal = causal};
+  return Row("attention_softmax_backward", std::move(label))
+      .inputs({In::randn(s), In::uniform(s, 0.05, 1)})
+      .call([=](const Tensors& t) {
+        return call1(op_attention_softmax_backward(), {t[0], t[1]}, a);
+      })
+      .ref([=](const Tensors& t) { return backward_ref(t[0], t[1], scale, causal); });
+}
+
+// Part p of split_heads(x [d0, d1, parts * heads * d]): [B, heads, L, d] with element
+// (b, h, l, j) = x[b, l, (p * heads + h) * d + j] (batch_first) or x[l, b, ...].
+Tensor split_ref(const Tensor& x, int64_t heads, int64_t parts, int64_t p, bool bf) {
+  const int64_t d0 = x.size(0), d1 = x.size(1), w = x.size(2), d = w / (parts * heads);
+  const int64_t b = bf ? d0 : d1, len = bf ? d1 : d0;
+  std::vector<double> xv = values(x), out;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t l = 0; l < len; ++l)
+        for (int64_t j = 0; j < d; ++j) {
+          const int64_t row = bf ? bi * d1 + l : l * d1 + bi;
+          out.push_back(xv[row * w + (p * heads + h) * d + j]);
+        }
+  return make_f64({b, heads, len, d}, out);
+}
+
+// merge_heads(parts): the inverse of split_ref.
+Tensor merge_ref(const Tensors& parts, bool bf) {
+  const int64_t n = static_cast<int64_t>(parts.size()), b = parts[0].size(0);
+  const int64_t heads = parts[0].size(1), len = parts[0].size(2), d = parts[0].size(3);
+  const int64_t w = n * heads * d;
+  std::vector<double> out(static_cast<std::size_t>(b * len * w));
+  for (int64_t p = 0; p < n; ++p) {
+    std::vector<double> pv = values(parts[p]);
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t l = 0; l < len; ++l)
+          for (int64_t j = 0; j < d; ++j) {
+            const int64_t row = bf ? bi * len + l : l * b + bi;
+            out[row * w + (p * heads + h) * d + j] = pv[((bi * heads + h) * len + l) * d + j];
+          }
+  }
+  return make_f64(bf ? Shape{b, len, w} : Shape{len, b, w}, out);
+}
+
+Row split_row(std::string label, In x, int64_t heads, int64_t parts, int64_t p, bool bf) {
+  return Row("split_heads", std::move(label))
+      .inputs({std::move(x)})
+      .call([=](const Tensors& t) { return split_heads(t[0], heads, parts, bf)[p]; })
+      .ref([=](const Tensors& t) { return split_ref(t[0], heads, parts, p, bf); });
+}
+
+}  // namespace
+
+ATH_OP_ROWS(attention) {
+  return {
+      forward_row("scaled", In::randn({2, 3, 7}), 0.5, false)
+          .dtypes({kFloat32, kFloat64, kBFloat16, kFloat16})
+          .bad("integer input",
+               [] {
+                 attention_softmax(zeros({2, 3}, kInt64));
+               })
+          .bad("causal needs a matrix", [] { attention_softmax(zeros({3}), 1.0, true); })
+          .bad("non-finite scale",
+               [] {
+                 attention_softmax(zeros({2, 3}), std::numeric_limits<double>::infinity());
+               }),
+      forward_row("causal_square", In::randn({2, 2, 5, 5}), 0.7, true)
+          .dtypes({kFloat32, kFloat64, kBFloat16, kFloat16}),
+      // L != S: rows past S keep everything, rows of a wide matrix keep a prefix.
+      forward_row("causal_tall", In::randn({6, 4}), 1.0, true),
+      forward_row("causal_wide_strided", In::randn({3, 4, 9}).strided(), 1.3, true),
+      forward_row("negative_scale_long_rows", In::randn({3, 70}), -0.25, false),
+      forward_row("large_logits", In::fixed({2, 3}, {1000, 1001, 999, -1000, -1e4, -999}), 1.0,
+                  true)
+          .no_gradcheck(),
+      forward_row("masked_minus_inf", In::fixed({2, 3}, {0.5, -INFINITY, 1.0, -INFINITY, 2.0, 3}),
+                  2.0, false)
+          .tol(1e-6, 0)
+          .no_gradcheck(),
+      forward_row("zero_size", In::randn({0, 4}), 1.0, true),
+      forward_row("zero_cols", In::randn({3, 0}), 1.0, false),
+      forward_row("one_dim", In::randn({5}), 0.3, false),
+      backward_row("scaled", {3, 6}, 0.5, false)
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .bad("shape mismatch",
+               [] {
+                 call1(op_attention_softmax_backward(), {zeros({2, 3}), zeros({3, 2})},
+                       AttentionSoftmaxAttrs{});
+               }),
+      backward_row("causal", {2, 4, 4}, 0.8, true),
+      backward_row("causal_wide", {3, 5}, 1.0, true),
+      split_row("qkv_batch_first_v", In::randn({2, 3, 12}), 2, 3, 2, true)
+          .dtypes({kFloat32, kFloat64, kBFloat16, kFloat16})
+          .bad("features not divisible",
+               [] {
+                 split_heads(zeros({2, 3, 10}), 2, 3);
+               })
+          .bad("four parts",
+               [] {
+                 split_heads(zeros({2, 3, 16}), 2, 4);
+               })
+          .bad("not 3-D",
+               [] {
+                 split_heads(zeros({2, 12}), 2, 3);
+               }),
+      split_row("kv_seq_first_k_strided", In::randn({4, 3, 8}).strided(), 2, 2, 0, false),
+      split_row("one_part_one_head", In::randn({3, 2, 5}), 1, 1, 0, true),
+      split_row("zero_size", In::randn({0, 3, 6}), 3, 1, 0, false),
+      Row("merge_heads", "three_parts_batch_first")
+          .inputs({In::randn({2, 2, 3, 2}), In::randn({2, 2, 3, 2}), In::randn({2, 2, 3, 2})})
+          .call([](const Tensors& t) { return merge_heads(t, true); })
+          .ref([](const Tensors& t) { return merge_ref(t, true); })
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .bad("parts differ",
+               [] {
+                 merge_heads({zeros({2, 2, 3, 2}), zeros({2, 2, 3, 4})});
+               })
+          .bad("not 4-D",
+               [] {
+                 merge_heads({zeros({2, 3, 2})});
+               }),
+      Row("merge_heads", "one_part_seq_first_strided")
+          .inputs({In::randn({3, 2, 4, 5}).strided()})
+          .call([](const Tensors& t) { return merge_heads(t, false); })
+          .ref([](const Tensors& t) { return merge_ref(t, false); }),
+  };
+}
+
+}  // namespace ath::testing
