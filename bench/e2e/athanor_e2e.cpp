@@ -21,6 +21,7 @@
 #include "athanor/core/thread_policy.h"
 #include "athanor/io/idx.h"
 #include "athanor/models/char_lstm.h"
+#include "athanor/models/char_transformer.h"
 #include "athanor/models/fashion.h"
 #include "athanor/optim/adam.h"
 #include "athanor/optim/sgd.h"
@@ -30,10 +31,6 @@ ATH_SHORT_OPENMP_SPIN();
 using namespace ath;
 
 namespace {
-
-std::shared_ptr<nn::Module> make_char_transformer() {
-  ATH_THROW(NotImplementedError, "W4 needs the transformer layers");
-}
 
 const std::string kData = ATH_E2E_DATA_DIR;  // bench/e2e/data: the batch-order files
 const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
@@ -131,7 +128,7 @@ Workload make_workload(const std::string& name) {
       return std::make_unique<optim::Adam>(m.parameters(), optim::AdamOptions{.lr = 2e-3});
     };
   } else {
-    w.make_model = []() -> std::shared_ptr<nn::Module> { return make_char_transformer(); };
+    w.make_model = [] { return std::make_shared<models::CharTransformer>(); };
     w.make_optimizer = [](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
       return std::make_unique<optim::AdamW>(m.parameters(),
                                             optim::AdamWOptions{.lr = 1e-3, .weight_decay = 0.01});
