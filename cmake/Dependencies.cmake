@@ -3,6 +3,8 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(ZLIB REQUIRED)  # gzip-compressed IDX files (MNIST)
+find_package(yaml-cpp REQUIRED)  # run configs and hparams.yaml
+find_package(CLI11 REQUIRED)  # the athanor command line
 
 # Debian's libdnnl-dev ships no CMake package: locate the header and library directly.
 find_path(DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)

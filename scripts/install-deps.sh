@@ -14,12 +14,14 @@ packages=(
   libfmt-dev             # error messages and printing
   nlohmann-json3-dev     # golden-value files, safetensors headers
   zlib1g-dev             # gzip-compressed IDX files (MNIST)
+  libyaml-cpp-dev        # run configs (athanor fit --config), hparams.yaml
+  libcli11-dev           # the athanor command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
   dataset-fashion-mnist  # the main job's data
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-numpy linux-perf)
+  packages+=(python3 python3-torch python3-numpy libopenblas0-pthread linux-perf)
 fi
 
 missing=()
