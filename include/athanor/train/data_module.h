@@ -1,0 +1,48 @@
+// DataModule: Lightning's LightningDataModule — the data side of a run in one object, so a
+// model and its data can be swapped independently.
+//
+//   struct FashionData : ath::train::DataModule {
+//     void setup(const std::string& stage) override { ... build datasets ... }
+//     std::shared_ptr<data::BatchSource> train_dataloader() override {
+//       return data::make_loader(train_set_, {.batch_size = 64, .shuffle = true});
+//     }
+//     std::shared_ptr<data::BatchSource> val_dataloader() override { ... }
+//   };
+//   trainer.fit(model, data);
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "athanor/data/batch_source.h"
+
+namespace ath::train {
+
+class DataModule {
+ public:
+  virtual ~DataModule() = default;
+
+  // Download/unpack once (the Trainer calls it before setup).
+  virtual void prepare_data() {}
+  // stage: "fit", "validate", "test" or "predict".
+  virtual void setup(const std::string& /*stage*/) {}
+  virtual void teardown(const std::string& /*stage*/) {}
+
+  virtual std::shared_ptr<data::BatchSource> train_dataloader() { return nullptr; }
+  virtual std::shared_ptr<data::BatchSource> val_dataloader() { return nullptr; }
+  virtual std::shared_ptr<data::BatchSource> test_dataloader() { return nullptr; }
+  virtual std::shared_ptr<data::BatchSource> predict_dataloader() { return nullptr; }
+
+  // Saved in checkpoints (and restored on resume).
+  virtual nlohmann::json state_dict() const { return nlohmann::json::object(); }
+  virtual void load_state_dict(const nlohmann::json& /*state*/) {}
+
+  void save_hyperparameters(nlohmann::json hparams) { hparams_ = std::move(hparams); }
+  const nlohmann::json& hparams() const { return hparams_; }
+
+ private:
+  nlohmann::json hparams_ = nlohmann::json::object();
+};
+
+}  // namespace ath::train

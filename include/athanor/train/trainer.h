@@ -1,0 +1,193 @@
+// Trainer: Lightning's Trainer for C++. Give it a TrainingModule and data; it runs the loop —
+// epochs, batches, validation, gradient accumulation and clipping, LR schedulers, logging,
+// checkpoints, exact resume — and calls every hook in Lightning's order.
+//
+//   TrainerOptions opts;
+//   opts.max_epochs = 3;
+//   opts.callbacks = {std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
+//       .monitor = "val_loss", .save_last = true})};
+//   Trainer trainer(opts);
+//   trainer.fit(model, train_loader, val_loader);     // or fit(model, datamodule)
+//   trainer.fit(model, train_loader, val_loader, "last");   // resume where the last run stopped
+//   auto results = trainer.test(model, test_loader);   // [{"test_acc": 0.91, ...}]
+//
+// Options have Lightning's names and meanings; docs/trainer.md lists them and the hook order.
+// global_step counts optimizer steps. Checkpoints resume bit-exactly, mid-epoch included.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "athanor/data/batch_source.h"
+#include "athanor/train/callback.h"
+#include "athanor/train/data_module.h"
+#include "athanor/train/logged_metrics.h"
+#include "athanor/train/logger.h"
+#include "athanor/train/training_module.h"
+
+namespace ath::train {
+
+// A batch limit: a count of batches (int) or a fraction of the epoch (double in [0, 1]).
+using BatchLimit = std::variant<int64_t, double>;
+
+struct TrainerOptions {
+  std::optional<int64_t> max_epochs;  // default: 1000 when max_steps is -1 (Lightning's rule)
+  std::optional<int64_t> min_epochs;  // early stopping is ignored before this many epochs
+  int64_t max_steps = -1;             // optimizer steps; -1: no limit
+  std::optional<double> max_time_s;   // wall-clock budget for fit, checked after each batch
+  BatchLimit limit_train_batches = 1.0;
+  BatchLimit limit_val_batches = 1.0;
+  BatchLimit limit_test_batches = 1.0;
+  BatchLimit limit_predict_batches = 1.0;
+  BatchLimit val_check_interval = 1.0;  // fraction of an epoch, or every N training batches
+  std::optional<int64_t> check_val_every_n_epoch = 1;  // nullopt with an int val_check_interval
+  int64_t num_sanity_val_steps = 2;                    // -1: the whole validation set
+  int64_t accumulate_grad_batches = 1;
+  std::optional<double> gradient_clip_val;
+  std::string gradient_clip_algorithm = "norm";  // "norm" or "value"
+  bool deterministic = false;        // athanor's CPU kernels are deterministic either way
+  std::optional<uint64_t> seed;      // seed_everything before fit
+  int64_t fast_dev_run = 0;          // N > 0: N train/val batches, one epoch, no logs/checkpoints
+  BatchLimit overfit_batches = 0.0;  // > 0: train and validate on the same first batches
+  int64_t log_every_n_steps = 50;
+  std::string default_root_dir = ".";
+  bool enable_checkpointing = true;  // adds a ModelCheckpoint (last epoch) if none is given
+  bool enable_progress_bar = true;
+  bool enable_model_summary = true;
+  bool logger = true;  // with no `loggers`: CSVLogger + HTML report under default_root_dir
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  std::vector<std::shared_ptr<Logger>> loggers;
+  bool detect_anomaly = false;  // NaN/Inf in a gradient or the loss stops with the op's name
+  bool barebones = false;       // no progress bar, summary, loggers, checkpoints or log() cost
+};
+
+enum class Stage { None, Fitting, SanityChecking, Validating, Testing, Predicting };
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  using Source = std::shared_ptr<data::BatchSource>;
+
+  // ckpt_path: "" (fresh start), "last", "best" (ModelCheckpoint's) or a file path.
+  void fit(TrainingModule& module, Source train, Source val = nullptr,
+           const std::string& ckpt_path = "");
+  void fit(TrainingModule& module, DataModule& data, const std::string& ckpt_path = "");
+  // One entry per dataloader (one here): the epoch-level metrics the steps logged.
+  std::vector<Metrics> validate(TrainingModule& module, Source val,
+                                const std::string& ckpt_path = "");
+  std::vector<Metrics> validate(TrainingModule& module, DataModule& data,
+                                const std::string& ckpt_path = "");
+  std::vector<Metrics> test(TrainingModule& module, Source test, const std::string& ckpt_path = "");
+  std::vector<Metrics> test(TrainingModule& module, DataModule& data,
+                            const std::string& ckpt_path = "");
+  std::vector<Tensor> predict(TrainingModule& module, Source predict,
+                              const std::string& ckpt_path = "");
+
+  // --- state, for callbacks and modules -----------------------------------------------
+  const TrainerOptions& options() const { return options_; }
+  Stage stage() const { return stage_; }
+  bool sanity_checking() const { return stage_ == Stage::SanityChecking; }
+  bool fitting() const { return in_fit_; }  // inside fit (its validation runs included)
+  int64_t current_epoch() const { return epoch_; }
+  int64_t global_step() const { return global_step_; }
+  int64_t batch_idx() const { return batch_idx_; }  // within the current training epoch
+  bool is_last_batch() const { return is_last_batch_; }
+  // True during a validation run inside a training epoch (val_check_interval), not the
+  // epoch-end one.
+  bool validating_mid_epoch() const { return mid_epoch_validation_; }
+  int64_t num_training_batches() const { return num_train_batches_; }
+  int64_t num_val_batches() const { return num_val_batches_; }
+  int64_t max_epochs() const;
+  const Metrics& callback_metrics() const { return metrics_.callback_metrics(); }
+  const Metrics& progress_bar_metrics() const { return metrics_.progress_bar_metrics(); }
+  // Stops fit at the end of the current batch/epoch (respecting min_epochs).
+  void request_stop() { should_stop_ = true; }
+  bool should_stop() const { return should_stop_; }
+  int64_t accumulate_grad_batches() const { return accumulate_; }
+  void set_accumulate_grad_batches(int64_t n);  // GradientAccumulationScheduler
+  double elapsed_s() const;                     // since fit began
+
+  TrainingModule* module() const { return module_; }
+  optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  std::vector<LRSchedulerConfig>& lr_schedulers() { return schedulers_; }
+  const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
+  const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
+  // The first logger's directory, or default_root_dir without loggers.
+  std::string log_dir() const;
+  const Source& train_source() const { return train_; }
+
+  // Writes a checkpoint of the current state (atomically). weights_only: the module's
+  // state_dict and the metadata only.
+  void save_checkpoint(const std::string& path, bool weights_only = false);
+
+  // Used by TrainingModule::log (the scope follows the running hook).
+  void log_from_module(const std::string& name, double value, const LogOptions& options);
+  // Logs metrics to every logger at the current step (LearningRateMonitor, throughput, ...).
+  void log_to_loggers(const Metrics& metrics);
+
+ private:
+  void fit_impl(TrainingModule& module, Source train, Source val, const std::string& ckpt_path,
+                DataModule* data);
+  std::vector<Metrics> evaluate_impl(TrainingModule& module, Stage stage, Source source,
+                                     const std::string& ckpt_path, DataModule* data);
+  void setup_run(TrainingModule& module, Stage stage);
+  void teardown_run(const std::string& stage_name, const std::string& status);
+  void configure_defaults();
+  void restore(const std::string& ckpt_path, bool full);
+  std::string resolve_checkpoint(const std::string& ckpt_path) const;
+  void run_fit(Source train, Source val);
+  bool run_train_epoch(Source& train, Source& val);
+  void train_batch(const data::Batch& batch, int64_t batch_idx);
+  void optimizer_step();
+  void step_schedulers(SchedulerInterval interval);
+  Metrics run_evaluation(Stage stage, Source source, int64_t limit);
+  int64_t resolve_limit(const BatchLimit& limit, int64_t available, const char* what) const;
+  void flush_step_logs();
+  void log_epoch_metrics(LogScope scope);
+
+  template <class F, class G>
+  void call_hooks(F&& callback_hook, G&& module_hook);
+
+  TrainerOptions options_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  std::vector<std::shared_ptr<Logger>> loggers_;
+  TrainingModule* module_ = nullptr;
+  DataModule* datamodule_ = nullptr;
+  std::shared_ptr<optim::Optimizer> optimizer_;
+  std::vector<LRSchedulerConfig> schedulers_;
+  LoggedMetrics metrics_;
+  LogScope log_scope_ = LogScope::Other;
+  int64_t current_batch_size_ = 0;
+  Source train_;
+  bool epoch_finished_ = false;
+  bool mid_epoch_validation_ = false;
+  bool in_fit_ = false;  // checkpoints taken now resume at the next epoch
+
+  Stage stage_ = Stage::None;
+  int64_t epoch_ = 0;
+  int64_t global_step_ = 0;
+  int64_t batch_idx_ = 0;
+  int64_t resume_batch_idx_ = 0;  // where a mid-epoch checkpoint stopped
+  int64_t batches_done_ = 0;      // training batches of this epoch completed (incl. the hooks')
+  bool is_last_batch_ = false;
+  bool should_stop_ = false;
+  int64_t accumulate_ = 1;
+  int64_t num_train_batches_ = 0;
+  int64_t num_val_batches_ = 0;
+  int64_t accumulated_ = 0;  // batches backpropagated since the last optimizer step
+  int64_t last_logged_step_ = -1;
+  nlohmann::json pending_loader_state_;
+  std::chrono::steady_clock::time_point fit_start_;
+  bool configured_ = false;
+};
+
+}  // namespace ath::train

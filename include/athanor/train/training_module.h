@@ -1,0 +1,136 @@
+// TrainingModule: Lightning's LightningModule — a Module that also says how to train itself.
+// The user writes the model, the steps and the optimizer; the Trainer does the loop.
+//
+//   class Classifier : public ath::train::TrainingModule {
+//    public:
+//     Classifier() : TrainingModule("Classifier") {
+//       register_module("net", net_);
+//       save_hyperparameters({{"lr", 1e-3}});
+//     }
+//     Tensor forward(const Tensor& x) override { return (*net_)(x); }
+//     Tensor training_step(const data::Batch& batch, int64_t) override {
+//       Tensor loss = ops::cross_entropy(forward(batch[0]), batch[1]);
+//       log("train_loss", loss, {.prog_bar = true});
+//       return loss;
+//     }
+//     void validation_step(const data::Batch& batch, int64_t) override {
+//       log("val_loss", ops::cross_entropy(forward(batch[0]), batch[1]));
+//     }
+//     OptimizerConfig configure_optimizers() override {
+//       return {std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-3})};
+//     }
+//    private:
+//     std::shared_ptr<nn::Sequential> net_ = models::fashion_cnn();
+//   };
+//
+// Hooks are called in Lightning's order (each callback's first, then the module's); see
+// docs/trainer.md for the full sequence. Manual optimization: set_automatic_optimization(false),
+// then call optimizer(), manual_backward(loss) and optimizer().step() in training_step.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "athanor/data/batch.h"
+#include "athanor/nn/module.h"
+#include "athanor/train/logged_metrics.h"
+#include "athanor/train/optimizer_config.h"
+
+namespace ath::train {
+
+class Trainer;
+using Checkpoint = nlohmann::json;  // the metadata part of a checkpoint, editable by hooks
+
+class TrainingModule : public nn::Module {
+ public:
+  explicit TrainingModule(std::string type_name = "TrainingModule");
+
+  // --- what the user writes -------------------------------------------------------------
+  // Returns the loss to back-propagate (automatic optimization), or an undefined Tensor to
+  // skip this batch. In manual optimization the return value is only logged if defined.
+  virtual Tensor training_step(const data::Batch& batch, int64_t batch_idx) = 0;
+  virtual void validation_step(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void test_step(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  // Default: forward(batch[0]).
+  virtual Tensor predict_step(const data::Batch& batch, int64_t batch_idx);
+  virtual OptimizerConfig configure_optimizers() = 0;
+
+  // --- logging ---------------------------------------------------------------------------
+  void log(const std::string& name, double value, const LogOptions& options = {});
+  // A one-element tensor; read once (no graph is kept).
+  void log(const std::string& name, const Tensor& value, const LogOptions& options = {});
+  void log_dict(const Metrics& values, const LogOptions& options = {});
+
+  // --- hyperparameters (saved in checkpoints, logged to loggers) --------------------------
+  void save_hyperparameters(nlohmann::json hparams);
+  const nlohmann::json& hparams() const { return hparams_; }
+
+  // --- manual optimization ---------------------------------------------------------------
+  bool automatic_optimization() const { return automatic_optimization_; }
+  void set_automatic_optimization(bool on) { automatic_optimization_ = on; }
+  optim::Optimizer& optimizer();  // the configured optimizer (fit only)
+  void manual_backward(const Tensor& loss);
+  // Gradient clipping as the Trainer does it (algorithm "norm" or "value").
+  void clip_gradients(optim::Optimizer& opt, std::optional<double> clip_val,
+                      const std::string& algorithm = "norm");
+
+  // Lightning's example_input_array: when defined, the model summary shows in/out shapes.
+  virtual Tensor example_input() const { return {}; }
+
+  // The Trainer running this module (null outside fit/validate/test/predict).
+  Trainer* trainer() const { return trainer_; }
+  int64_t current_epoch() const;
+  int64_t global_step() const;
+
+  // --- hooks (all optional) --------------------------------------------------------------
+  virtual void setup(const std::string& /*stage*/) {}
+  virtual void teardown(const std::string& /*stage*/) {}
+  virtual void on_fit_start() {}
+  virtual void on_fit_end() {}
+  virtual void on_train_start() {}
+  virtual void on_train_end() {}
+  virtual void on_train_epoch_start() {}
+  virtual void on_train_epoch_end() {}
+  virtual void on_train_batch_start(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_train_batch_end(const Tensor& /*loss*/, const data::Batch& /*batch*/,
+                                  int64_t /*batch_idx*/) {}
+  virtual void on_before_backward(const Tensor& /*loss*/) {}
+  virtual void on_after_backward() {}
+  virtual void on_before_optimizer_step(optim::Optimizer& /*opt*/) {}
+  virtual void on_before_zero_grad(optim::Optimizer& /*opt*/) {}
+  // Default: clip_gradients(opt, clip_val, algorithm) with the Trainer's settings.
+  virtual void configure_gradient_clipping(optim::Optimizer& opt, std::optional<double> clip_val,
+                                           const std::string& algorithm);
+  virtual void on_validation_start() {}
+  virtual void on_validation_end() {}
+  virtual void on_validation_epoch_start() {}
+  virtual void on_validation_epoch_end() {}
+  virtual void on_validation_batch_start(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_validation_batch_end(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_test_start() {}
+  virtual void on_test_end() {}
+  virtual void on_test_epoch_start() {}
+  virtual void on_test_epoch_end() {}
+  virtual void on_test_batch_start(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_test_batch_end(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_predict_start() {}
+  virtual void on_predict_end() {}
+  virtual void on_predict_epoch_start() {}
+  virtual void on_predict_epoch_end() {}
+  virtual void on_predict_batch_start(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
+  virtual void on_predict_batch_end(const Tensor& /*outputs*/, const data::Batch& /*batch*/,
+                                    int64_t /*batch_idx*/) {}
+  // The checkpoint's JSON part, to add to (save) or read from (load) what the module needs.
+  virtual void on_save_checkpoint(Checkpoint& /*checkpoint*/) {}
+  virtual void on_load_checkpoint(const Checkpoint& /*checkpoint*/) {}
+
+ private:
+  friend class Trainer;
+  Trainer* trainer_ = nullptr;
+  nlohmann::json hparams_ = nlohmann::json::object();
+  bool automatic_optimization_ = true;
+};
+
+}  // namespace ath::train

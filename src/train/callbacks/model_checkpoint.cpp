@@ -1,0 +1,229 @@
+// ModelCheckpoint (see the header). Files are written atomically by save_checkpoint; a file
+// dropped from the top k is deleted only after the new one is safely on disk.
+#include "athanor/train/callbacks/model_checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "athanor/core/error.h"
+#include "athanor/train/trainer.h"
+
+namespace ath::train {
+
+namespace fs = std::filesystem;
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {
+  ATH_CHECK(options_.mode == "min" || options_.mode == "max", ValueError,
+            "ModelCheckpoint: mode must be 'min' or 'max', got '{}'", options_.mode);
+  ATH_CHECK(options_.save_top_k >= -1, ValueError,
+            "ModelCheckpoint: save_top_k must be >= -1, got {}", options_.save_top_k);
+  ATH_CHECK(options_.every_n_epochs >= 0 && options_.every_n_train_steps >= 0, ValueError,
+            "ModelCheckpoint: every_n_epochs and every_n_train_steps must be >= 0");
+  if (options_.filename.empty()) options_.filename = "{epoch}-{step}";
+}
+
+std::string ModelCheckpoint::state_key() const {
+  // Lightning's key: the options that make two checkpoint callbacks different.
+  return fmt::format(
+      "ModelCheckpoint{{monitor={}, mode={}, every_n_train_steps={}, "
+      "every_n_epochs={}, train_time_interval={}}}",
+      options_.monitor.empty() ? "None" : options_.monitor, options_.mode,
+      options_.every_n_train_steps, options_.every_n_epochs,
+      options_.train_time_interval_s ? fmt::format("{}", *options_.train_time_interval_s) : "None");
+}
+
+nlohmann::json ModelCheckpoint::state_dict() const {
+  nlohmann::json best_k = nlohmann::json::object();
+  for (const auto& [p, s] : best_k_) best_k[p] = s;
+  return {{"monitor", options_.monitor},
+          {"best_model_score", best_score_ ? nlohmann::json(*best_score_) : nlohmann::json()},
+          {"best_model_path", best_path_},
+          {"last_model_path", last_path_},
+          {"latest_path", latest_path_},
+          {"best_k_models", best_k},
+          {"dirpath", dirpath_},
+          {"last_saved_step", last_saved_step_}};
+}
+
+void ModelCheckpoint::load_state_dict(const nlohmann::json& s) {
+  best_path_ = s.value("best_model_path", "");
+  last_path_ = s.value("last_model_path", "");
+  latest_path_ = s.value("latest_path", "");
+  last_saved_step_ = s.value("last_saved_step", int64_t{-1});
+  best_score_.reset();
+  if (s.contains("best_model_score") && s["best_model_score"].is_number()) {
+    best_score_ = s["best_model_score"].get<double>();
+  }
+  best_k_.clear();
+  if (s.contains("best_k_models")) {
+    for (const auto& [p, v] : s["best_k_models"].items()) best_k_[p] = v.get<double>();
+  }
+  // Keep our own dirpath when the user set one; else continue in the checkpoint's.
+  if (options_.dirpath.empty() && s.contains("dirpath")) dirpath_ = s["dirpath"].get<std::string>();
+}
+
+void ModelCheckpoint::setup(Trainer& trainer, TrainingModule&, const std::string& stage) {
+  if (stage != "fit") return;
+  if (dirpath_.empty()) {
+    dirpath_ = options_.dirpath.empty() ? (fs::path(trainer.log_dir()) / "checkpoints").string()
+                                        : options_.dirpath;
+  }
+  last_time_save_s_ = 0.0;
+}
+
+std::string ModelCheckpoint::format_filename(int64_t epoch, int64_t step,
+                                             const Metrics& metrics) const {
+  const std::string& t = options_.filename;
+  std::string out;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != '{') {
+      out += t[i];
+      continue;
+    }
+    const std::size_t close = t.find('}', i);
+    ATH_CHECK(close != std::string::npos, ValueError,
+              "ModelCheckpoint: unclosed '{{' in filename template '{}'", t);
+    const std::string field = t.substr(i + 1, close - i - 1);
+    const std::size_t colon = field.find(':');
+    const std::string name = field.substr(0, colon);
+    const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
+    std::string value;
+    if (name == "epoch" || name == "step") {
+      value = std::to_string(name == "epoch" ? epoch : step);
+    } else {
+      auto it = metrics.find(name);
+      ATH_CHECK(it != metrics.end(), KeyError,
+                "ModelCheckpoint: filename template '{}' uses '{}', which was not logged", t, name);
+      value = spec.empty() ? fmt::format("{}", it->second)
+                           : fmt::format(fmt::runtime("{:" + spec + "}"), it->second);
+    }
+    out += options_.auto_insert_metric_name ? name + "=" + value : value;
+    i = close;
+  }
+  return out;
+}
+
+bool ModelCheckpoint::better(double a, double b) const {
+  return options_.mode == "min" ? a < b : a > b;
+}
+
+void ModelCheckpoint::save(Trainer& trainer) {
+  if (trainer.sanity_checking() || trainer.global_step() == last_saved_step_) return;
+  const Metrics& metrics = trainer.callback_metrics();
+  std::optional<double> score;
+  if (!options_.monitor.empty()) {
+    auto it = metrics.find(options_.monitor);
+    if (it == metrics.end()) {
+      // Lightning skips silently when the metric does not exist yet only before any
+      // validation; asking for one that is never logged is a configuration error.
+      std::string available;
+      for (const auto& [k, v] : metrics) available += (available.empty() ? "" : ", ") + k;
+      ATH_CHECK(false, KeyError,
+                "ModelCheckpoint: monitor '{}' was not logged (available: {}); log it in "
+                "validation_step or change monitor",
+                options_.monitor, available.empty() ? "none" : available);
+    }
+    score = it->second;
+  }
+  fs::create_directories(dirpath_);
+  last_saved_step_ = trainer.global_step();
+  const std::string name =
+      format_filename(trainer.current_epoch(), trainer.global_step(), metrics) + ".ckpt";
+  const std::string path = (fs::path(dirpath_) / name).string();
+
+  if (options_.save_top_k != 0) {
+    if (!score) {
+      // No monitor: the newest checkpoint replaces the previous one (save_top_k 1), or all are
+      // kept (-1).
+      trainer.save_checkpoint(path, options_.save_weights_only);
+      if (options_.save_top_k == 1 && !latest_path_.empty() && latest_path_ != path) {
+        std::error_code ec;
+        fs::remove(latest_path_, ec);
+        best_k_.erase(latest_path_);
+      }
+      latest_path_ = path;
+      best_path_ = path;
+      best_k_[path] = static_cast<double>(trainer.global_step());
+    } else if (!std::isnan(*score)) {
+      const bool room =
+          options_.save_top_k < 0 || static_cast<int64_t>(best_k_.size()) < options_.save_top_k;
+      std::string worst;
+      for (const auto& [p, s] : best_k_) {
+        if (worst.empty() || better(best_k_[worst], s)) worst = p;
+      }
+      if (room || better(*score, best_k_[worst])) {
+        trainer.save_checkpoint(path, options_.save_weights_only);
+        if (!room && worst != path) {
+          std::error_code ec;
+          fs::remove(worst, ec);
+          best_k_.erase(worst);
+        }
+        best_k_[path] = *score;
+        if (!best_score_ || better(*score, *best_score_)) {
+          best_score_ = score;
+          best_path_ = path;
+        }
+      }
+    }
+  }
+  if (options_.save_last) {
+    last_path_ = (fs::path(dirpath_) / "last.ckpt").string();
+    trainer.save_checkpoint(last_path_, options_.save_weights_only);
+  }
+}
+
+void ModelCheckpoint::on_train_batch_end(Trainer& trainer, TrainingModule&, const Tensor&,
+                                         const data::Batch&, int64_t) {
+  bool due = options_.every_n_train_steps > 0 && trainer.global_step() > 0 &&
+             trainer.global_step() % options_.every_n_train_steps == 0;
+  if (options_.train_time_interval_s) {
+    const double now = trainer.elapsed_s();
+    if (now - last_time_save_s_ >= *options_.train_time_interval_s) {
+      due = true;
+      last_time_save_s_ = now;
+    }
+  }
+  if (due) save(trainer);
+}
+
+void ModelCheckpoint::on_validation_end(Trainer& trainer, TrainingModule&) {
+  // Mid-epoch validation (val_check_interval < 1); the epoch-end one is handled in
+  // on_train_epoch_end, after the module's hook.
+  if (!trainer.validating_mid_epoch()) return;
+  if (options_.every_n_train_steps == 0 && !options_.train_time_interval_s) save(trainer);
+}
+
+void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, TrainingModule&) {
+  if (options_.every_n_epochs == 0 || options_.every_n_train_steps > 0 ||
+      options_.train_time_interval_s) {
+    return;
+  }
+  if ((trainer.current_epoch() + 1) % options_.every_n_epochs == 0) save(trainer);
+}
+
+std::string ModelCheckpoint::find_last_checkpoint(const Trainer& trainer) const {
+  std::string dir = dirpath_;
+  if (dir.empty()) {
+    dir = options_.dirpath.empty() ? (fs::path(trainer.log_dir()) / "checkpoints").string()
+                                   : options_.dirpath;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  const fs::path last = fs::path(dir) / "last.ckpt";
+  if (fs::exists(last, ec)) return last.string();
+  fs::path newest;
+  fs::file_time_type newest_time{};
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".ckpt") continue;
+    const auto t = entry.last_write_time(ec);
+    if (newest.empty() || t > newest_time) {
+      newest = entry.path();
+      newest_time = t;
+    }
+  }
+  return newest.string();
+}
+
+}  // namespace ath::train

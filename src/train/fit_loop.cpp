@@ -1,0 +1,224 @@
+// The fit loop: sanity check, epochs, training batches (automatic optimization with gradient
+// accumulation and clipping), validation scheduling, LR schedulers and stop conditions — in
+// Lightning 2.x's order (docs/trainer.md lists it).
+#include <cmath>
+
+#include "athanor/autograd/engine.h"
+#include "athanor/core/error.h"
+#include "athanor/train/trainer.h"
+#include "trainer_hooks.h"
+
+namespace ath::train {
+
+namespace {
+// Training batches between two validation runs within an epoch.
+int64_t val_every(const BatchLimit& interval, int64_t num_batches) {
+  if (const auto* n = std::get_if<int64_t>(&interval)) return *n;
+  const double f = std::get<double>(interval);
+  if (num_batches < 0) return f == 1.0 ? -1 : 0;  // unknown length: only at the epoch end
+  return std::max<int64_t>(1,
+                           static_cast<int64_t>(std::floor(f * static_cast<double>(num_batches))));
+}
+}  // namespace
+
+void Trainer::run_fit(Source train, Source val) {
+  train_ = train;
+  num_train_batches_ =
+      resolve_limit(options_.limit_train_batches, train->num_batches(), "limit_train_batches");
+  num_val_batches_ =
+      val ? resolve_limit(options_.limit_val_batches, val->num_batches(), "limit_val_batches") : 0;
+  if (num_val_batches_ == 0) val = nullptr;
+
+  if (val && options_.num_sanity_val_steps != 0) {
+    // Catches a broken validation_step before a long epoch; its metrics are thrown away.
+    const LoggedMetrics before = metrics_;
+    stage_ = Stage::SanityChecking;
+    for (const auto& cb : callbacks_) cb->on_sanity_check_start(*this, *module_);
+    const int64_t n =
+        options_.num_sanity_val_steps < 0
+            ? num_val_batches_
+            : (num_val_batches_ < 0 ? options_.num_sanity_val_steps
+                                    : std::min(options_.num_sanity_val_steps, num_val_batches_));
+    run_evaluation(Stage::SanityChecking, val, n);
+    for (const auto& cb : callbacks_) cb->on_sanity_check_end(*this, *module_);
+    metrics_ = before;
+    stage_ = Stage::Fitting;
+  }
+
+  ATH_TRAINER_HOOK(on_train_start);
+  const int64_t max_ep = max_epochs();
+  while (max_ep < 0 || epoch_ < max_ep) {
+    if (options_.max_steps >= 0 && global_step_ >= options_.max_steps) break;
+    const bool stopped_early = run_train_epoch(train, val);
+    ++epoch_;
+    epoch_finished_ = false;
+    if (stopped_early) break;
+    if (should_stop_ && epoch_ >= options_.min_epochs.value_or(0)) break;
+  }
+  ATH_TRAINER_HOOK(on_train_end);
+}
+
+// Returns whether training must end now (max_steps, max_time, or a stop request honoured).
+bool Trainer::run_train_epoch(Source& train, Source& val) {
+  metrics_.reset(LogScope::TrainStep);
+  const bool overfit = [&] {
+    const auto& o = options_.overfit_batches;
+    return std::holds_alternative<double>(o) ? std::get<double>(o) > 0.0 : std::get<int64_t>(o) > 0;
+  }();
+  if (!pending_loader_state_.is_null()) {
+    train->load_state_dict(pending_loader_state_);
+    pending_loader_state_ = nullptr;
+  }
+  // Overfitting replays epoch 0's batches every epoch.
+  train->start_epoch(overfit ? 0 : epoch_);
+  module_->train();
+  ATH_TRAINER_HOOK(on_train_epoch_start);
+
+  const bool validate_this_epoch = val && options_.check_val_every_n_epoch &&
+                                   (epoch_ + 1) % *options_.check_val_every_n_epoch == 0;
+  const int64_t every = val_every(options_.val_check_interval, num_train_batches_);
+  const bool int_interval = std::holds_alternative<int64_t>(options_.val_check_interval);
+  bool stop = false;
+
+  batch_idx_ = resume_batch_idx_;
+  batches_done_ = resume_batch_idx_;
+  resume_batch_idx_ = 0;
+  while (num_train_batches_ < 0 || batch_idx_ < num_train_batches_) {
+    std::optional<data::Batch> batch = train->next();
+    if (!batch) break;
+    is_last_batch_ = num_train_batches_ >= 0 && batch_idx_ + 1 == num_train_batches_;
+    train_batch(*batch, batch_idx_);
+    ++batch_idx_;
+    flush_step_logs();
+
+    const bool max_steps_hit = options_.max_steps >= 0 && global_step_ >= options_.max_steps;
+    const bool time_up = options_.max_time_s && elapsed_s() >= *options_.max_time_s;
+    // Validation within the epoch (val_check_interval); the epoch-end one comes below, also
+    // when training stops early on max_steps (as Lightning validates on its last step).
+    if ((validate_this_epoch || (val && int_interval && !options_.check_val_every_n_epoch)) &&
+        every > 0 && batch_idx_ % every == 0 && !is_last_batch_ && !max_steps_hit) {
+      mid_epoch_validation_ = true;
+      run_evaluation(Stage::Validating, val, num_val_batches_);
+      mid_epoch_validation_ = false;
+      module_->train();
+    }
+    if (max_steps_hit || time_up) {
+      stop = true;
+      break;
+    }
+    if (should_stop_ && epoch_ + 1 >= options_.min_epochs.value_or(0)) break;
+  }
+  if (accumulated_ > 0) {
+    // An epoch whose length is not a multiple of accumulate_grad_batches (or of unknown
+    // length) still steps on what it accumulated, as Lightning does.
+    optimizer_step();
+    accumulated_ = 0;
+  }
+  if (validate_this_epoch && (every < 0 || every > 0)) {
+    run_evaluation(Stage::Validating, val, num_val_batches_);
+    module_->train();
+  }
+
+  // Lightning: non-monitoring callbacks, the module, then the monitoring callbacks
+  // (ModelCheckpoint, EarlyStopping), which thus see the epoch's reduced metrics.
+  for (const auto& cb : callbacks_) {
+    if (!cb->is_monitoring()) cb->on_train_epoch_end(*this, *module_);
+  }
+  log_scope_ = LogScope::TrainEpoch;
+  module_->on_train_epoch_end();
+  log_scope_ = LogScope::Other;
+  log_epoch_metrics(LogScope::TrainStep);
+  step_schedulers(SchedulerInterval::Epoch);
+  epoch_finished_ = true;
+  for (const auto& cb : callbacks_) {
+    if (cb->is_monitoring()) cb->on_train_epoch_end(*this, *module_);
+  }
+  for (const auto& lg : loggers_) lg->save();
+  return stop;
+}
+
+void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
+  current_batch_size_ = batch.size();
+  log_scope_ = LogScope::TrainStep;
+  ATH_TRAINER_HOOK(on_train_batch_start, batch, batch_idx);
+  Tensor loss = module_->training_step(batch, batch_idx);
+
+  if (module_->automatic_optimization() && loss.defined()) {
+    ATH_CHECK(loss.numel() == 1, ShapeError,
+              "Trainer: training_step must return a one-element loss, got shape {}", loss.shape());
+    ATH_CHECK(loss.requires_grad(), AutogradError,
+              "Trainer: the loss training_step returned does not require grad (was it computed "
+              "under NoGradGuard, or from detached tensors?)");
+    if (options_.detect_anomaly) {
+      const double v = loss.item<double>();
+      ATH_CHECK(std::isfinite(v), AutogradError,
+                "Trainer (detect_anomaly): training_step returned a non-finite loss ({}) at "
+                "epoch {}, batch {}",
+                v, epoch_, batch_idx);
+    }
+    if (accumulated_ == 0) {
+      ATH_TRAINER_HOOK(on_before_zero_grad, *optimizer_);
+      optimizer_->zero_grad();
+    }
+    Tensor scaled = accumulate_ > 1 ? loss / static_cast<double>(accumulate_) : loss;
+    ATH_TRAINER_HOOK(on_before_backward, scaled);
+    if (options_.detect_anomaly) {
+      DetectAnomalyGuard anomaly;
+      backward({scaled});
+    } else {
+      backward({scaled});
+    }
+    ATH_TRAINER_HOOK(on_after_backward);
+    ++accumulated_;
+    if (accumulated_ >= accumulate_ || is_last_batch_) {
+      optimizer_step();
+      accumulated_ = 0;
+    }
+  } else if (!module_->automatic_optimization()) {
+    // Manual optimization: the module steps its optimizer itself; Lightning counts those
+    // steps, athanor counts one per training batch.
+    ++global_step_;
+    step_schedulers(SchedulerInterval::Step);
+  }
+  batches_done_ = batch_idx + 1;
+  ATH_TRAINER_HOOK(on_train_batch_end, loss, batch, batch_idx);
+  log_scope_ = LogScope::Other;
+}
+
+void Trainer::optimizer_step() {
+  ATH_TRAINER_HOOK(on_before_optimizer_step, *optimizer_);
+  module_->configure_gradient_clipping(*optimizer_, options_.gradient_clip_val,
+                                       options_.gradient_clip_algorithm);
+  optimizer_->step();
+  ++global_step_;
+  // Step-interval schedulers step right after the optimizer (Lightning: after
+  // on_train_batch_end), so a checkpoint taken in on_train_batch_end holds the stepped state.
+  step_schedulers(SchedulerInterval::Step);
+}
+
+void Trainer::step_schedulers(SchedulerInterval interval) {
+  for (auto& s : schedulers_) {
+    const auto& o = s.options();
+    if (o.interval != interval) continue;
+    const int64_t count = interval == SchedulerInterval::Step ? global_step_ : epoch_ + 1;
+    if (count % o.frequency != 0) continue;
+    if (!s.needs_metric()) {
+      s.step();
+      continue;
+    }
+    const auto& cm = metrics_.callback_metrics();
+    auto it = cm.find(o.monitor);
+    if (it == cm.end()) {
+      std::string available;
+      for (const auto& [k, v] : cm) available += (available.empty() ? "" : ", ") + k;
+      ATH_CHECK(!o.strict, KeyError,
+                "Trainer: ReduceLROnPlateau monitors '{}', which was not logged (available: {}); "
+                "log it or set strict = false",
+                o.monitor, available.empty() ? "none" : available);
+      continue;
+    }
+    s.step(it->second);
+  }
+}
+
+}  // namespace ath::train

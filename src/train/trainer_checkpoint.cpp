@@ -1,0 +1,169 @@
+// The Trainer's checkpoints: what goes in (Lightning's .ckpt contents plus the dataloader
+// position and RNG state, for exact resume) and how a run is restored from one — validated
+// first, applied all-or-nothing.
+#include <filesystem>
+
+#include "athanor/core/error.h"
+#include "athanor/core/rng.h"
+#include "athanor/train/callbacks/model_checkpoint.h"
+#include "athanor/train/checkpoint.h"
+#include "athanor/train/trainer.h"
+
+namespace ath::train {
+
+namespace fs = std::filesystem;
+
+void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
+  ATH_CHECK(module_ != nullptr, ValueError,
+            "Trainer::save_checkpoint('{}'): no module is attached (call it during fit)", path);
+  CheckpointFile ck;
+  ck.add_section("state_dict", module_->state_dict());
+  nlohmann::json& meta = ck.meta;
+  meta["athanor_version"] = athanor_version();
+  meta["epoch"] = epoch_;
+  meta["global_step"] = global_step_;
+  meta["hyper_parameters"] = module_->hparams();
+  if (datamodule_ != nullptr) meta["datamodule_hyper_parameters"] = datamodule_->hparams();
+  meta["weights_only"] = weights_only;
+  if (!weights_only) {
+    if (optimizer_) {
+      optim::OptimizerState st = optimizer_->state_dict();
+      ck.add_section("optimizer_states.0", st.tensors);
+      meta["optimizer_states"] = nlohmann::json::array({st.meta});
+    }
+    nlohmann::json scheds = nlohmann::json::array();
+    for (const auto& s : schedulers_) scheds.push_back(s.state_dict());
+    meta["lr_schedulers"] = scheds;
+    // The position to resume from: the next batch of this epoch, or the next epoch once this
+    // one has finished (checkpoints taken in on_train_epoch_end).
+    nlohmann::json loop;
+    loop["epoch"] = epoch_;
+    loop["epoch_finished"] = epoch_finished_;
+    loop["next_batch"] = epoch_finished_ ? 0 : batches_done_;
+    loop["dataloader"] = (!epoch_finished_ && train_) ? train_->state_dict() : nlohmann::json();
+    loop["accumulate_grad_batches"] = accumulate_;
+    loop["pending_accumulated_batches"] = accumulated_;
+    meta["loops"]["fit_loop"] = loop;
+    nlohmann::json cbs = nlohmann::json::object();
+    for (const auto& cb : callbacks_) cbs[cb->state_key()] = cb->state_dict();
+    meta["callbacks"] = cbs;
+    const Generator& g = default_generator();
+    meta["rng"] = {{"seed", g.seed()}, {"offset", g.offset()}};
+    if (datamodule_ != nullptr) meta["datamodule"] = datamodule_->state_dict();
+    for (const auto& cb : callbacks_) cb->on_save_checkpoint(*this, *module_, meta);
+    module_->on_save_checkpoint(meta);
+  }
+  train::save_checkpoint(path, ck);
+}
+
+std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
+  if (ckpt_path != "last" && ckpt_path != "best") {
+    ATH_CHECK(fs::exists(ckpt_path), IOError, "Trainer: checkpoint '{}' does not exist", ckpt_path);
+    return ckpt_path;
+  }
+  for (const auto& cb : callbacks_) {
+    const auto* mc = dynamic_cast<const ModelCheckpoint*>(cb.get());
+    if (mc == nullptr) continue;
+    if (ckpt_path == "best") {
+      ATH_CHECK(!mc->best_model_path().empty(), ValueError,
+                "Trainer: ckpt_path=\"best\" but ModelCheckpoint has saved no checkpoint yet "
+                "in this process (give the file path instead)");
+      return mc->best_model_path();
+    }
+    std::string last = mc->find_last_checkpoint(*this);
+    if (!last.empty()) return last;
+  }
+  ATH_CHECK(false, IOError,
+            "Trainer: ckpt_path=\"{}\" but no ModelCheckpoint callback found a checkpoint (looked "
+            "in its dirpath)",
+            ckpt_path);
+  return {};
+}
+
+void Trainer::restore(const std::string& ckpt_path, bool full) {
+  const std::string path = resolve_checkpoint(ckpt_path);
+  CheckpointFile ck = load_checkpoint(path);  // FormatError naming the file
+  const nlohmann::json& meta = ck.meta;
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    ATH_CHECK(meta.contains(key), FormatError, "checkpoint '{}': no '{}' entry", path, key);
+    return meta.at(key);
+  };
+  // Check the whole checkpoint before changing anything, so a bad file leaves the run as it
+  // was; then apply, rolling the module and optimizer back if a later part still fails.
+  const StateDict weights = ck.section("state_dict");
+  ATH_CHECK(!weights.empty(), FormatError, "checkpoint '{}': it holds no module weights", path);
+  const bool resumable = full && !meta.value("weights_only", false);
+  ATH_CHECK(!full || resumable, FormatError,
+            "checkpoint '{}' was saved with weights_only; fit cannot resume from it (load it "
+            "with validate/test/predict, or load its state_dict into the module)",
+            path);
+  try {
+    if (resumable) {
+      need("optimizer_states");
+      need("lr_schedulers");
+      need("loops");
+      need("callbacks");
+      need("rng");
+      ATH_CHECK(meta["optimizer_states"].size() == (optimizer_ ? 1u : 0u), FormatError,
+                "checkpoint '{}': it holds {} optimizer states, the run has {}", path,
+                meta["optimizer_states"].size(), optimizer_ ? 1 : 0);
+      ATH_CHECK(meta["lr_schedulers"].size() == schedulers_.size(), FormatError,
+                "checkpoint '{}': it holds {} LR scheduler states, the run has {}", path,
+                meta["lr_schedulers"].size(), schedulers_.size());
+    }
+    const StateDict module_backup = module_->state_dict();
+    StateDict saved_module;
+    for (const auto& [k, t] : module_backup) saved_module.insert(k, t.clone());
+    std::optional<optim::OptimizerState> saved_opt;
+    if (optimizer_) saved_opt = optimizer_->state_dict();
+    try {
+      module_->load_state_dict(weights, /*strict=*/true);
+      if (resumable) {
+        if (optimizer_) {
+          optimizer_->load_state_dict(
+              {meta["optimizer_states"][0], ck.section("optimizer_states.0")});
+        }
+        for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+          schedulers_[i].load_state_dict(meta["lr_schedulers"][i]);
+        }
+      }
+    } catch (...) {
+      module_->load_state_dict(saved_module, true);
+      if (saved_opt) optimizer_->load_state_dict(*saved_opt);
+      throw;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    ATH_CHECK(false, FormatError, "checkpoint '{}': malformed metadata: {}", path, e.what());
+  }
+  if (!resumable) {
+    module_->on_load_checkpoint(meta);
+    return;
+  }
+  try {
+    global_step_ = meta.at("global_step").get<int64_t>();
+    const nlohmann::json& loop = meta.at("loops").at("fit_loop");
+    const bool finished = loop.at("epoch_finished").get<bool>();
+    epoch_ = loop.at("epoch").get<int64_t>() + (finished ? 1 : 0);
+    resume_batch_idx_ = finished ? 0 : loop.at("next_batch").get<int64_t>();
+    pending_loader_state_ = finished ? nlohmann::json() : loop.at("dataloader");
+    accumulate_ = loop.value("accumulate_grad_batches", accumulate_);
+    const nlohmann::json& cbs = meta.at("callbacks");
+    for (const auto& cb : callbacks_) {
+      auto it = cbs.find(cb->state_key());
+      if (it != cbs.end()) cb->load_state_dict(*it);
+    }
+    Generator& g = default_generator();
+    g.manual_seed(meta.at("rng").at("seed").get<uint64_t>());
+    g.set_offset(meta.at("rng").at("offset").get<uint64_t>());
+    if (datamodule_ != nullptr && meta.contains("datamodule")) {
+      datamodule_->load_state_dict(meta.at("datamodule"));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    ATH_CHECK(false, FormatError, "checkpoint '{}': malformed loop/callback state: {}", path,
+              e.what());
+  }
+  for (const auto& cb : callbacks_) cb->on_load_checkpoint(*this, *module_, meta);
+  module_->on_load_checkpoint(meta);
+}
+
+}  // namespace ath::train
