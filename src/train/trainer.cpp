@@ -252,6 +252,7 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
   ATH_CHECK(train != nullptr, ValueError, "Trainer::fit: no training dataloader was given");
   setup_run(module, Stage::Fitting);
   datamodule_ = data;
+  train_ = train;  // callbacks may read it from on_fit_start (the LR finder does)
   fit_start_ = std::chrono::steady_clock::now();
   try {
     if (options_.seed) manual_seed(*options_.seed);
