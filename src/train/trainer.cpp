@@ -113,6 +113,17 @@ void Trainer::set_accumulate_grad_batches(int64_t n) {
   accumulate_ = n;
 }
 
+int64_t Trainer::estimated_stepping_batches() const {
+  const int64_t epochs = max_epochs();
+  int64_t total = -1;
+  if (num_train_batches_ >= 0 && epochs >= 0) {
+    total = (num_train_batches_ + accumulate_ - 1) / accumulate_ * epochs;
+  }
+  if (options_.max_steps >= 0)
+    total = total < 0 ? options_.max_steps : std::min(total, options_.max_steps);
+  return total;
+}
+
 double Trainer::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start_).count();
 }
@@ -257,6 +268,10 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
   try {
     if (options_.seed) manual_seed(*options_.seed);
     ATH_TRAINER_HOOK(setup, std::string("fit"));
+    // Known before configure_optimizers, so schedulers can size themselves
+    // (estimated_stepping_batches), as in Lightning.
+    num_train_batches_ =
+        resolve_limit(options_.limit_train_batches, train->num_batches(), "limit_train_batches");
     OptimizerConfig cfg = module.configure_optimizers();
     ATH_CHECK(cfg.optimizer != nullptr, ValueError,
               "Trainer::fit: configure_optimizers returned no optimizer");

@@ -115,6 +115,9 @@ class Trainer {
   int64_t accumulate_grad_batches() const { return accumulate_; }
   void set_accumulate_grad_batches(int64_t n);  // GradientAccumulationScheduler
   double elapsed_s() const;                     // since fit began
+  // Optimizer steps fit will take (-1 if unknown): for OneCycleLR-style schedules, available
+  // from configure_optimizers on.
+  int64_t estimated_stepping_batches() const;
 
   TrainingModule* module() const { return module_; }
   optim::Optimizer* optimizer() const { return optimizer_.get(); }
