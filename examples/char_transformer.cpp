@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   std::string out = "This License";
   InferenceMode no_autograd;
   for (int i = 0; i < 60; ++i) {
-    std::vector<int64_t> ids(out.begin(), out.end());
+    std::vector<int64_t> ids;  // bytes, not (signed) chars: 0..255
+    for (unsigned char c : out) ids.push_back(c);
     Tensor logits = model(from_vector(ids).unsqueeze(0)).select(1, -1);
     out.push_back(static_cast<char>(argmax(logits, 1).item<int64_t>()));
   }
