@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -197,6 +198,16 @@ int main(int argc, char** argv) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  auto report_memory = [](const char* when) {
+    if (std::getenv("ATH_E2E_MEMORY") == nullptr) return;
+    const MemoryStats m = memory_stats();
+    rusage r{};
+    getrusage(RUSAGE_SELF, &r);
+    std::fprintf(stderr, "%s: live %.1f MB, peak %.1f MB, cached %.1f MB, RSS peak %.1f MB\n", when,
+                 m.current_bytes / 1e6, m.peak_bytes / 1e6, m.cached_bytes / 1e6,
+                 r.ru_maxrss / 1024.0);
+  };
+  report_memory("after training");
   std::string acc = "null";
   if (w.test) {
     model->eval();
@@ -208,6 +219,7 @@ int main(int argc, char** argv) {
       correct += eq(argmax(logits, 1), w.test->y.slice(0, i, i + 1000)).sum().item<int64_t>();
     }
     acc = fmt::format("{:.4f}", static_cast<double>(correct) / static_cast<double>(n));
+    report_memory("after evaluation");
   }
   const std::size_t tail = std::min<std::size_t>(20, losses.size());
   const double final_loss =

@@ -5,6 +5,7 @@
 // (ConvLayout::Blocked: its direct JIT kernels) with reorders in and out around it; both the
 // primitive and its reorders are built once per geometry and cached (dnnl_utils.h). Which one
 // is faster depends on the shape: see conv_layout() and bench/bench_conv.cpp.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -222,15 +223,34 @@ void run(const ConvEntry& e, std::initializer_list<const void*> ptrs) {
 
 }  // namespace
 
+// A large batch (inference on 1000 images, say) runs as consecutive sub-batches, so the
+// primitive's staging buffers (a blocked-format copy of the output, im2col scratch) stay near
+// kForwardChunkBytes instead of growing with the batch: the peak memory of an evaluation pass
+// is then the tensors themselves. Images are independent, so this changes no result.
+constexpr int64_t kForwardChunkBytes = int64_t{16} << 20;
+
 bool conv_forward_dnnl(const Tensor& src, const Tensor& w, const Tensor* bias, const Tensor& dst,
                        const ConvGeometry& g) {
   auto pad_r = dnnl_pad_r(g);
   if (!pad_r) return false;
-  auto e = get_entry(PrimKind::ConvFwd, g, dst.dtype(), bias != nullptr, *pad_r);
-  if (bias != nullptr) {
-    run(*e, {src.data_ptr(), w.data_ptr(), dst.data_ptr(), bias->data_ptr()});
-  } else {
-    run(*e, {src.data_ptr(), w.data_ptr(), dst.data_ptr()});
+  const int64_t elem = static_cast<int64_t>(dst.element_size());
+  const int64_t src_image = g.c * g.h * g.w * elem, dst_image = g.o * g.oh * g.ow * elem;
+  const int64_t per_image = std::max(src_image, dst_image);
+  const int64_t chunk = std::clamp<int64_t>(kForwardChunkBytes / std::max<int64_t>(per_image, 1),
+                                            int64_t{64}, std::max<int64_t>(g.n, 1));
+  auto* sp = static_cast<const char*>(src.data_ptr());
+  auto* dp = static_cast<char*>(dst.data_ptr());
+  for (int64_t i = 0; i < g.n; i += chunk) {
+    ConvGeometry gc = g;
+    gc.n = std::min(chunk, g.n - i);
+    auto e = get_entry(PrimKind::ConvFwd, gc, dst.dtype(), bias != nullptr, *pad_r);
+    const void* s = sp + i * src_image;
+    void* d = dp + i * dst_image;
+    if (bias != nullptr) {
+      run(*e, {s, w.data_ptr(), d, bias->data_ptr()});
+    } else {
+      run(*e, {s, w.data_ptr(), d});
+    }
   }
   return true;
 }
