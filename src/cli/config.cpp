@@ -79,16 +79,21 @@ json coerce_classes(const KeySpec& spec, const YAML::Node& node, const std::stri
   for (std::size_t i = 0; i < node.size(); ++i) {
     const YAML::Node item = node[i];
     const std::string item_path = fmt::format("{}[{}]", path, i);
+    // (A default YAML::Node is a defined null, so presence is tracked separately.)
     YAML::Node class_node, args_node;
+    bool has_class = false, has_args = false;
     if (item.IsScalar()) {
       class_node = item;
+      has_class = true;
     } else if (item.IsMap()) {
       for (auto it = item.begin(); it != item.end(); ++it) {
         const std::string k = it->first.Scalar();
         if (k == "class_path") {
           class_node = it->second;
+          has_class = true;
         } else if (k == "init_args") {
           args_node = it->second;
+          has_args = true;
         } else {
           unknown_key(w, it->first, fmt::format("key '{}.{}'", item_path, k),
                       closest_match(k, {"class_path", "init_args"}).empty()
@@ -96,7 +101,7 @@ json coerce_classes(const KeySpec& spec, const YAML::Node& node, const std::stri
                           : join(item_path, closest_match(k, {"class_path", "init_args"})));
         }
       }
-      if (!class_node.IsDefined()) fail(w, item, item_path, "missing class_path");
+      if (!has_class) fail(w, item, item_path, "missing class_path");
     } else {
       fail(w, item, item_path,
            fmt::format("expected a class name or {{class_path, init_args}}, got {}",
@@ -121,7 +126,7 @@ json coerce_classes(const KeySpec& spec, const YAML::Node& node, const std::stri
     }
     json args = json::object();
     for (const auto& a : cls->init_args) args[a.path] = a.default_value;
-    if (args_node.IsDefined() && !is_null_node(args_node)) {
+    if (has_args && !is_null_node(args_node)) {
       if (!args_node.IsMap()) {
         fail(w, args_node, item_path + ".init_args",
              fmt::format("expected a mapping, got {}", show_node(args_node)));
@@ -289,7 +294,8 @@ void apply_override(const Schema& schema, json& config, const Override& o) {
   if (spec != nullptr && spec->value_type() == ValueType::kString) {
     const bool null_text =
         spec->accepts_null() && (o.value.empty() || o.value == "null" || o.value == "~");
-    const YAML::Node n = null_text ? YAML::Node() : YAML::Node(o.value);
+    YAML::Node n = null_text ? YAML::Node() : YAML::Node(o.value);
+    if (!null_text) n.SetTag("!");  // read as if quoted: the text itself
     config[pointer(o.key)] = coerce(*spec, n, o.key, w);
     return;
   }
