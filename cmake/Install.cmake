@@ -8,6 +8,11 @@ install(TARGETS athanor EXPORT athanorTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The athanor command line (apps/), when it is part of the build.
+if(TARGET athanor_app)
+  set_target_properties(athanor_app PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  install(TARGETS athanor_app RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(EXPORT athanorTargets NAMESPACE athanor:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/athanor)
 configure_package_config_file(cmake/athanorConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/athanorConfig.cmake

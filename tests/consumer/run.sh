@@ -7,6 +7,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The installed command line finds the installed library through its RPATH.
+if [ -x "$work/prefix/bin/athanor" ]; then
+  "$work/prefix/bin/athanor" --version >/dev/null
+fi
 cmake -S "$here" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null

@@ -1,0 +1,21 @@
+// The athanor command line, as a function so tests can run it in-process:
+//
+//   athanor fit|validate|test|predict [--config FILE]... [--print_config[=comments]]
+//                                     [--section.key=value | --section.key value]...
+//   athanor inspect FILE
+//   athanor --version | --help
+//
+// Exit status: 0 ok; 2 usage, config or file-format errors ("athanor: error: ..." on err);
+// 1 any other failure.
+#pragma once
+
+#include <ostream>
+
+namespace ath::cli {
+
+int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// "0.1.0": the version the command reports.
+const char* athanor_version();
+
+}  // namespace ath::cli

@@ -1,0 +1,113 @@
+#include "athanor/cli/app.h"
+
+#include <CLI/CLI.hpp>
+
+#include "athanor/cli/athanor_schema.h"
+#include "athanor/cli/config.h"
+#include "athanor/cli/inspect.h"
+#include "athanor/cli/run.h"
+
+#ifndef ATHANOR_VERSION
+#define ATHANOR_VERSION "unknown"
+#endif
+
+namespace ath::cli {
+namespace {
+
+struct ConfigCommand {
+  CLI::App* app = nullptr;
+  std::vector<std::string> files;
+  std::string print_config;
+};
+
+constexpr const char* kConfigHelp =
+    "\nConfig keys (override with --key=value or --key value; values are YAML):\n";
+
+}  // namespace
+
+const char* athanor_version() { return ATHANOR_VERSION; }
+
+int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  const Schema schema = athanor_schema();
+  CLI::App app{"athanor: train, evaluate and inspect models from a config", "athanor"};
+  app.set_version_flag("--version", std::string("athanor ") + athanor_version());
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::simple);
+
+  const std::pair<const char*, const char*> commands[] = {
+      {"fit", "Train a model (ckpt_path resumes)"},
+      {"validate", "Run one validation epoch"},
+      {"test", "Run one test epoch"},
+      {"predict", "Run predictions"}};
+  std::vector<ConfigCommand> config_commands(std::size(commands));
+  for (std::size_t i = 0; i < std::size(commands); ++i) {
+    ConfigCommand& c = config_commands[i];
+    c.app = app.add_subcommand(commands[i].first, commands[i].second);
+    c.app->allow_extras();
+    c.app
+        ->add_option("--config", c.files,
+                     "A YAML config; repeat to merge several (later files win). Without one, "
+                     "the built-in run is used")
+        ->allow_extra_args(false)
+        ->type_name("FILE");
+    c.app
+        ->add_option("--print_config", c.print_config,
+                     "Print the resolved config as YAML and exit (=comments adds descriptions)")
+        ->expected(0, 1)
+        ->type_name("[comments]");
+    c.app->footer(kConfigHelp + schema.help_text());
+  }
+  std::string inspect_path;
+  CLI::App* inspect = app.add_subcommand("inspect",
+                                         "Show the tensors and metadata of a safetensors file or "
+                                         "checkpoint");
+  inspect->add_option("file", inspect_path, "The file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "athanor: error: " << e.what() << "\nRun 'athanor --help' for usage.\n";
+    return 2;
+  }
+
+  if (inspect->parsed()) return inspect_file(inspect_path, out, err);
+  for (ConfigCommand& c : config_commands) {
+    if (!c.app->parsed()) continue;
+    nlohmann::json config;
+    try {
+      const std::vector<Override> overrides = parse_overrides(c.app->remaining());
+      config = resolve_config(schema, default_config_yaml(), c.files, overrides);
+    } catch (const Error& e) {
+      err << "athanor: error: " << e.what() << "\n";
+      return 2;
+    }
+    if (c.app->count("--print_config") > 0) {
+      if (!c.print_config.empty() && c.print_config != "comments") {
+        err << "athanor: error: --print_config takes no value or 'comments', got '"
+            << c.print_config << "'\n";
+        return 2;
+      }
+      out << to_yaml(schema, config, c.print_config == "comments");
+      return 0;
+    }
+    try {
+      return run_command(c.app->get_name(), config);
+    } catch (const ConfigError& e) {
+      err << "athanor: error: " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      err << "athanor: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  err << "athanor: error: no subcommand\n";
+  return 2;
+}
+
+}  // namespace ath::cli
