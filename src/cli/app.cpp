@@ -97,8 +97,14 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
       return 0;
     }
     try {
-      return run_command(c.app->get_name(), config);
+      return run_command(c.app->get_name(), config, out);
     } catch (const ConfigError& e) {
+      err << "athanor: error: " << e.what() << "\n";
+      return 2;
+    } catch (const IOError& e) {  // a missing dataset or checkpoint: the user's input
+      err << "athanor: error: " << e.what() << "\n";
+      return 2;
+    } catch (const FormatError& e) {  // a corrupt dataset or checkpoint
       err << "athanor: error: " << e.what() << "\n";
       return 2;
     } catch (const std::exception& e) {

@@ -254,6 +254,10 @@ void add_model(Schema& s) {
        .default_value = 0.3,
        .help = "onecycle: fraction of the steps spent warming up",
        .check = fraction_below_one()});
+  add({.path = "hidden",
+       .default_value = 64,
+       .help = "tabular_mlp: hidden units (the input and output sizes come from the CSV)",
+       .check = at_least(1)});
   add({.path = "resnet.layers",
        .default_value = json::array({2, 2, 2, 2}),
        .help = "resnet: BasicBlocks per stage ([2,2,2,2] is resnet18, [3,4,6,3] resnet34)",
@@ -325,8 +329,8 @@ void add_data(Schema& s) {
 }  // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"fashion_mlp", "fashion_cnn", "char_lstm",
-                                                 "char_transformer", "resnet"};
+  static const std::vector<std::string> names = {"fashion_mlp",      "fashion_cnn", "char_lstm",
+                                                 "char_transformer", "resnet",      "tabular_mlp"};
   return names;
 }
 

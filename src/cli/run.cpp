@@ -1,33 +1,57 @@
+// run_command and its builders: config -> model, task, data, Trainer (see run.h).
 #include "athanor/cli/run.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <ostream>
+
+#include "athanor/cli/callbacks_config.h"
 #include "athanor/cli/schema.h"
+#include "athanor/data/data.h"
 #include "athanor/models/char_lstm.h"
 #include "athanor/models/char_transformer.h"
 #include "athanor/models/fashion.h"
 #include "athanor/models/resnet.h"
-#include "athanor/optim/adam.h"
-#include "athanor/optim/cosine_lr.h"
-#include "athanor/optim/one_cycle_lr.h"
-#include "athanor/optim/sgd.h"
+#include "athanor/nn/activation.h"
+#include "athanor/nn/linear.h"
+#include "athanor/nn/sequential.h"
+#include "athanor/train/callbacks/model_checkpoint.h"
 
 namespace ath::cli {
 
 using nlohmann::json;
 
-std::shared_ptr<nn::Module> build_model(const json& m) {
+namespace {
+bool is_text_model(const std::string& name) {
+  return name == "char_lstm" || name == "char_transformer";
+}
+}  // namespace
+
+std::shared_ptr<nn::Module> build_model(const json& m, int64_t tabular_features,
+                                        int64_t tabular_classes) {
   const std::string name = m.at("name").get<std::string>();
   if (name == "fashion_mlp") return models::fashion_mlp();
   if (name == "fashion_cnn") return models::fashion_cnn();
   if (name == "char_lstm") return std::make_shared<models::CharLstm>();
   if (name == "char_transformer") return std::make_shared<models::CharTransformer>();
+  if (name == "tabular_mlp") {
+    ATH_CHECK(tabular_features > 0 && tabular_classes > 1, ConfigError,
+              "model.name tabular_mlp needs tabular data (data.name: csv) with >= 2 classes");
+    const int64_t hidden = m.at("hidden").get<int64_t>();
+    auto net = std::make_shared<nn::Sequential>();
+    net->push_back(std::make_shared<nn::Linear>(nn::LinearOptions{.in = tabular_features, .out = hidden}));
+    net->push_back(std::make_shared<nn::ReLU>());
+    net->push_back(std::make_shared<nn::Linear>(nn::LinearOptions{.in = hidden, .out = tabular_classes}));
+    return net;
+  }
   if (name == "resnet") {
     const json& r = m.at("resnet");
     models::ResNetOptions o;
     const auto layers = r.at("layers").get<std::vector<int64_t>>();
-    ATH_CHECK(layers.size() == 4, cli::ConfigError,
-              "model.resnet.layers: expected 4 stages, got {}", layers.size());
+    ATH_CHECK(layers.size() == 4, ConfigError, "model.resnet.layers: expected 4 stages, got {}",
+              layers.size());
     std::copy(layers.begin(), layers.end(), o.layers.begin());
     o.width = r.at("width").get<int64_t>();
     o.small_input = r.at("small_input").get<bool>();
@@ -35,92 +59,214 @@ std::shared_ptr<nn::Module> build_model(const json& m) {
     o.num_classes = r.at("num_classes").get<int64_t>();
     return std::make_shared<models::ResNet>(o);
   }
-  ATH_THROW(cli::ConfigError, "model.name: unknown model '{}'", name);
+  ATH_THROW(ConfigError, "model.name: unknown model '{}'", name);
 }
 
-std::unique_ptr<optim::Optimizer> build_optimizer(const json& m,
-                                                  const std::vector<Tensor>& params) {
-  const std::string name = m.at("optimizer").get<std::string>();
-  const double lr = m.at("lr").get<double>();
-  const double wd = m.at("weight_decay").get<double>();
+train::OptimizerSpec optimizer_spec(const json& m) {
+  train::OptimizerSpec s;
+  s.name = m.at("optimizer").get<std::string>();
+  s.lr = m.at("lr").get<double>();
+  s.momentum = m.at("momentum").get<double>();
+  s.nesterov = m.at("nesterov").get<bool>();
   const auto betas = m.at("betas").get<std::vector<double>>();
-  ATH_CHECK(betas.size() == 2, cli::ConfigError, "model.betas: expected 2 numbers, got {}",
+  ATH_CHECK(betas.size() == 2, ConfigError, "model.betas: expected 2 numbers, got {}",
             betas.size());
-  if (name == "sgd") {
-    return std::make_unique<optim::SGD>(
-        params, optim::SGDOptions{.lr = lr,
-                                  .momentum = m.at("momentum").get<double>(),
-                                  .weight_decay = wd,
-                                  .nesterov = m.at("nesterov").get<bool>()});
-  }
-  if (name == "adam") {
-    return std::make_unique<optim::Adam>(
-        params, optim::AdamOptions{.lr = lr, .betas = {betas[0], betas[1]}, .weight_decay = wd});
-  }
-  if (name == "adamw") {
-    return std::make_unique<optim::AdamW>(
-        params, optim::AdamWOptions{.lr = lr, .betas = {betas[0], betas[1]}, .weight_decay = wd});
-  }
-  ATH_THROW(cli::ConfigError, "model.optimizer: unknown optimizer '{}'", name);
+  s.betas = {betas[0], betas[1]};
+  s.weight_decay = m.at("weight_decay").get<double>();
+  s.scheduler = m.at("scheduler").get<std::string>();
+  s.step_size = m.at("step_size").get<int64_t>();
+  s.gamma = m.at("gamma").get<double>();
+  if (!m.at("t_max").is_null()) s.t_max = m.at("t_max").get<int64_t>();
+  s.eta_min = m.at("eta_min").get<double>();
+  if (!m.at("max_lr").is_null()) s.max_lr = m.at("max_lr").get<double>();
+  s.pct_start = m.at("pct_start").get<double>();
+  return s;
 }
 
-SchedulerChoice build_scheduler(const json& config, optim::Optimizer& opt,
-                                int64_t steps_per_epoch) {
-  const json& m = config.at("model");
+double parse_duration(const std::string& text, const std::string& key) {
+  int d = 0, h = 0, mi = 0, se = 0;
+  char tail = 0;
+  ATH_CHECK(std::sscanf(text.c_str(), "%d:%d:%d:%d%c", &d, &h, &mi, &se, &tail) == 4 &&
+                d >= 0 && h >= 0 && mi >= 0 && se >= 0,
+            ConfigError, "{}: expected a duration DD:HH:MM:SS, got '{}'", key, text);
+  return ((d * 24.0 + h) * 60.0 + mi) * 60.0 + se;
+}
+
+namespace {
+train::BatchLimit limit(const json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  return v.get<double>();
+}
+}  // namespace
+
+train::TrainerOptions trainer_options(const json& config) {
   const json& t = config.at("trainer");
-  const std::string name = m.at("scheduler").get<std::string>();
-  // Lightning: max_epochs null means 1000 when max_steps is not set.
-  const int64_t max_epochs =
-      t.at("max_epochs").is_null() ? 1000 : t.at("max_epochs").get<int64_t>();
-  SchedulerChoice out;
-  if (name == "none") return out;
-  if (name == "step") {
-    out.scheduler = std::make_unique<optim::StepLR>(
-        opt, optim::StepLROptions{.step_size = m.at("step_size").get<int64_t>(),
-                                  .gamma = m.at("gamma").get<double>()});
-  } else if (name == "cosine") {
-    const int64_t t_max = m.at("t_max").is_null() ? max_epochs : m.at("t_max").get<int64_t>();
-    ATH_CHECK(t_max >= 1, cli::ConfigError,
-              "model.scheduler cosine needs model.t_max or a positive trainer.max_epochs");
-    out.scheduler = std::make_unique<optim::CosineAnnealingLR>(
-        opt,
-        optim::CosineAnnealingLROptions{.T_max = t_max, .eta_min = m.at("eta_min").get<double>()});
-  } else if (name == "onecycle") {
-    const int64_t max_steps = t.at("max_steps").get<int64_t>();
-    const int64_t total = max_steps > 0 ? max_steps : max_epochs * steps_per_epoch;
-    ATH_CHECK(total >= 1, cli::ConfigError,
-              "model.scheduler onecycle needs trainer.max_steps or max_epochs and batches");
-    const double max_lr =
-        m.at("max_lr").is_null() ? m.at("lr").get<double>() : m.at("max_lr").get<double>();
-    out.scheduler = std::make_unique<optim::OneCycleLR>(
-        opt,
-        optim::OneCycleLROptions{
-            .max_lr = max_lr, .total_steps = total, .pct_start = m.at("pct_start").get<double>()});
-    out.interval = "step";
+  train::TrainerOptions o;
+  if (!t.at("max_epochs").is_null()) o.max_epochs = t.at("max_epochs").get<int64_t>();
+  if (!t.at("min_epochs").is_null()) o.min_epochs = t.at("min_epochs").get<int64_t>();
+  o.max_steps = t.at("max_steps").get<int64_t>();
+  if (!t.at("max_time").is_null()) {
+    o.max_time_s = parse_duration(t.at("max_time").get<std::string>(), "trainer.max_time");
+  }
+  o.limit_train_batches = limit(t.at("limit_train_batches"));
+  o.limit_val_batches = limit(t.at("limit_val_batches"));
+  o.limit_test_batches = limit(t.at("limit_test_batches"));
+  o.limit_predict_batches = limit(t.at("limit_predict_batches"));
+  o.overfit_batches = limit(t.at("overfit_batches"));
+  o.val_check_interval = limit(t.at("val_check_interval"));
+  if (t.at("check_val_every_n_epoch").is_null()) {
+    o.check_val_every_n_epoch.reset();
   } else {
-    ATH_THROW(cli::ConfigError, "model.scheduler: unknown scheduler '{}'", name);
+    o.check_val_every_n_epoch = t.at("check_val_every_n_epoch").get<int64_t>();
+  }
+  o.num_sanity_val_steps = t.at("num_sanity_val_steps").get<int64_t>();
+  o.accumulate_grad_batches = t.at("accumulate_grad_batches").get<int64_t>();
+  if (!t.at("gradient_clip_val").is_null()) {
+    o.gradient_clip_val = t.at("gradient_clip_val").get<double>();
+  }
+  o.gradient_clip_algorithm = t.at("gradient_clip_algorithm").get<std::string>();
+  o.deterministic = t.at("deterministic").get<bool>();
+  const json& fdr = t.at("fast_dev_run");
+  o.fast_dev_run = fdr.is_boolean() ? (fdr.get<bool>() ? 1 : 0) : fdr.get<int64_t>();
+  o.log_every_n_steps = t.at("log_every_n_steps").get<int64_t>();
+  o.default_root_dir = t.at("default_root_dir").get<std::string>();
+  o.enable_checkpointing = t.at("enable_checkpointing").get<bool>();
+  o.enable_progress_bar = t.at("enable_progress_bar").get<bool>();
+  o.enable_model_summary = t.at("enable_model_summary").get<bool>();
+  o.detect_anomaly = t.at("detect_anomaly").get<bool>();
+  o.barebones = t.at("barebones").get<bool>();
+  if (!config.at("seed_everything").is_null()) {
+    o.seed = config.at("seed_everything").get<uint64_t>();
+  }
+  o.callbacks = build_callbacks(t.at("callbacks"));
+  return o;
+}
+
+RunData build_data(const json& config) {
+  const json& d = config.at("data");
+  const std::string name = d.at("name").get<std::string>();
+  const int64_t batch = d.at("batch_size").get<int64_t>();
+  const int64_t workers = d.at("num_workers").get<int64_t>();
+  const bool shuffle = d.at("shuffle").get<bool>();
+  const json& seed_json = d.at("seed").is_null() ? config.at("seed_everything") : d.at("seed");
+  const uint64_t seed = seed_json.is_null() ? 0 : seed_json.get<uint64_t>();
+  const double val_fraction = d.at("val_fraction").get<double>();
+  RunData out;
+  auto loaders = [&](auto dataset, auto test_dataset) {
+    using D = typename decltype(dataset)::element_type;
+    data::LoaderOptions<typename D::Sample> train_opts{
+        .batch_size = batch, .shuffle = shuffle, .seed = seed, .num_workers = workers};
+    data::LoaderOptions<typename D::Sample> eval_opts{.batch_size = std::max<int64_t>(batch, 256),
+                                                     .num_workers = workers};
+    if (val_fraction > 0.0) {
+      auto parts = data::random_split(dataset, {1.0 - val_fraction, val_fraction}, seed);
+      out.train = data::make_loader(parts[0], train_opts);
+      out.val = data::make_loader(parts[1], eval_opts);
+      if (!test_dataset) out.test = data::make_loader(parts[1], eval_opts);
+    } else {
+      out.train = data::make_loader(dataset, train_opts);
+    }
+    if (test_dataset) out.test = data::make_loader(test_dataset, eval_opts);
+  };
+  if (name == "fashion-mnist" || name == "mnist-folder") {
+    // Fashion-MNIST's and MNIST's pixel statistics (torchvision's usual constants).
+    const bool fashion = name == "fashion-mnist";
+    data::Transform norm = fashion ? data::Transform(data::Normalize({0.2860}, {0.3530}))
+                                   : data::Transform(data::Normalize({0.1307}, {0.3081}));
+    const std::string root = d.at("root").get<std::string>();
+    auto train_set = std::make_shared<data::MnistFolder>(
+        data::MnistOptions{.root = root, .train = true, .transform = norm});
+    auto test_set = std::make_shared<data::MnistFolder>(
+        data::MnistOptions{.root = root, .train = false, .transform = norm});
+    loaders(train_set, test_set);
+  } else if (name == "text") {
+    ATH_CHECK(!d.at("path").is_null(), ConfigError, "data.name text needs data.path (a file)");
+    auto text = std::make_shared<data::TextBytesDataset>(data::TextBytesOptions{
+        .paths = {d.at("path").get<std::string>()}, .seq_len = d.at("seq_len").get<int64_t>()});
+    loaders(text, std::shared_ptr<data::TextBytesDataset>());
+  } else if (name == "csv") {
+    ATH_CHECK(!d.at("path").is_null(), ConfigError, "data.name csv needs data.path (a file)");
+    auto csv = std::make_shared<data::CsvDataset>(data::CsvOptions{
+        .path = d.at("path").get<std::string>(),
+        .target = d.at("target").is_null() ? std::string() : d.at("target").get<std::string>()});
+    out.features = csv->features().size(1);
+    out.classes = csv->targets().numel() > 0 ? max(csv->targets()).item<int64_t>() + 1 : 0;
+    loaders(csv, std::shared_ptr<data::CsvDataset>());
+  } else {
+    ATH_THROW(ConfigError, "data.name: unknown dataset '{}'", name);
   }
   return out;
 }
 
-int run_command(const std::string& subcommand, const json& config) {
+namespace {
+void print_metrics(std::ostream& out, const std::vector<train::Metrics>& results) {
+  for (const auto& m : results) {
+    for (const auto& [k, v] : m) {
+      if (k != "epoch") out << fmt::format("{}={:.4f}\n", k, v);
+    }
+  }
+}
+}  // namespace
+
+int run_command(const std::string& subcommand, const json& config, std::ostream& out) {
   ATH_CHECK(subcommand == "fit" || subcommand == "validate" || subcommand == "test" ||
                 subcommand == "predict",
             ValueError, "run_command: unknown subcommand '{}'", subcommand);
-  const std::string data = config.at("data").at("name").get<std::string>();
+  const std::string data_name = config.at("data").at("name").get<std::string>();
   const std::string model_name = config.at("model").at("name").get<std::string>();
-  const bool text_model = model_name == "char_lstm" || model_name == "char_transformer";
-  ATH_CHECK(text_model == (data == "text"), cli::ConfigError,
+  ATH_CHECK(is_text_model(model_name) == (data_name == "text"), ConfigError,
             "model.name '{}' does not fit data.name '{}' (char models read text, the others "
             "images or tables)",
-            model_name, data);
-  std::shared_ptr<nn::Module> model = build_model(config.at("model"));
-  auto optimizer = build_optimizer(config.at("model"), model->parameters());
-  (void)optimizer;
-  // TODO(trainer): build the data module from config["data"], the Trainer from
-  // config["trainer"] (callbacks from trainer.callbacks), seed with seed_everything, and call
-  // trainer.<subcommand>(model, data, ckpt_path).
-  ATH_THROW(NotImplementedError, "run_command: Trainer wiring lands with the Trainer");
+            model_name, data_name);
+  ATH_CHECK((model_name == "tabular_mlp") == (data_name == "csv"), ConfigError,
+            "model.name '{}' does not fit data.name '{}' (tabular data goes with tabular_mlp)",
+            model_name, data_name);
+  train::TrainerOptions opts = trainer_options(config);
+  if (opts.seed) manual_seed(*opts.seed);  // the model's initialisation too
+  RunData data = build_data(config);
+  std::shared_ptr<nn::Module> net = build_model(config.at("model"), data.features, data.classes);
+  const train::OptimizerSpec spec = optimizer_spec(config.at("model"));
+  std::unique_ptr<train::TrainingModule> task;
+  if (is_text_model(model_name)) {
+    task = std::make_unique<train::LanguageModelTask>(net, spec);
+  } else {
+    task = std::make_unique<train::ClassificationTask>(net, spec);
+  }
+  task->save_hyperparameters({{"model", config.at("model")}, {"data", config.at("data")}});
+  const std::string ckpt =
+      config.at("ckpt_path").is_null() ? std::string() : config.at("ckpt_path").get<std::string>();
+
+  train::Trainer trainer(opts);
+  if (subcommand == "fit") {
+    trainer.fit(*task, data.train, data.val, ckpt);
+    // The main job's report: test the fitted model, say where everything went.
+    print_metrics(out, trainer.test(*task, data.test));
+    for (const auto& cb : trainer.callbacks()) {
+      if (const auto* mc = dynamic_cast<const train::ModelCheckpoint*>(cb.get())) {
+        if (!mc->best_model_path().empty()) out << "best checkpoint: " << mc->best_model_path() << "\n";
+        if (!mc->last_model_path().empty()) out << "last checkpoint: " << mc->last_model_path() << "\n";
+      }
+    }
+    const std::string log_dir = trainer.log_dir();
+    if (std::filesystem::exists(std::filesystem::path(log_dir) / "metrics.csv")) {
+      out << "metrics: " << (std::filesystem::path(log_dir) / "metrics.csv").string() << "\n";
+    }
+    if (std::filesystem::exists(std::filesystem::path(log_dir) / "report.html")) {
+      out << "report: " << (std::filesystem::path(log_dir) / "report.html").string() << "\n";
+    }
+  } else if (subcommand == "validate") {
+    ATH_CHECK(data.val != nullptr, ConfigError,
+              "validate needs a validation split (data.val_fraction > 0)");
+    print_metrics(out, trainer.validate(*task, data.val, ckpt));
+  } else if (subcommand == "test") {
+    print_metrics(out, trainer.test(*task, data.test, ckpt));
+  } else {
+    std::vector<Tensor> preds = trainer.predict(*task, data.test, ckpt);
+    int64_t n = 0;
+    for (const auto& p : preds) n += p.size(0);
+    out << fmt::format("predictions: {} batches, {} samples\n", preds.size(), n);
+  }
+  return 0;
 }
 
 }  // namespace ath::cli

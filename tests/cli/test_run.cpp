@@ -5,10 +5,7 @@
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
 #include "athanor/cli/run.h"
-#include "athanor/optim/adam.h"
-#include "athanor/optim/cosine_lr.h"
-#include "athanor/optim/one_cycle_lr.h"
-#include "athanor/optim/sgd.h"
+#include <sstream>
 
 namespace ath::cli {
 namespace {
@@ -34,48 +31,45 @@ TEST(CliRun, BuildsEveryModel) {
   EXPECT_EQ(r->parameter("conv1.weight").shape(), Shape({4, 1, 3, 3}));  // small_input stem
 }
 
-TEST(CliRun, BuildsTheOptimizerAndSchedule) {
-  auto model = build_model(config({"--model.name=fashion_mlp"})["model"]);
-  auto sgd = build_optimizer(
-      config({"--model.optimizer=sgd", "--model.lr=0.1", "--model.momentum=0.9"})["model"],
-      model->parameters());
-  ASSERT_NE(dynamic_cast<optim::SGD*>(sgd.get()), nullptr);
-  EXPECT_DOUBLE_EQ(sgd->lr(0), 0.1);
-  EXPECT_NE(
-      dynamic_cast<optim::Adam*>(build_optimizer(config({})["model"], model->parameters()).get()),
-      nullptr);
-  EXPECT_NE(
-      dynamic_cast<optim::AdamW*>(
-          build_optimizer(config({"--model.optimizer=adamw"})["model"], model->parameters()).get()),
-      nullptr);
+TEST(CliRun, OptimizerSpecAndTrainerOptionsFollowTheConfig) {
+  const train::OptimizerSpec s = optimizer_spec(
+      config({"--model.optimizer=sgd", "--model.lr=0.1", "--model.momentum=0.9",
+              "--model.scheduler=onecycle", "--model.max_lr=0.5"})["model"]);
+  EXPECT_EQ(s.name, "sgd");
+  EXPECT_DOUBLE_EQ(s.lr, 0.1);
+  EXPECT_DOUBLE_EQ(s.momentum, 0.9);
+  EXPECT_EQ(s.scheduler, "onecycle");
+  EXPECT_DOUBLE_EQ(*s.max_lr, 0.5);
 
-  auto opt = build_optimizer(config({})["model"], model->parameters());
-  EXPECT_EQ(build_scheduler(config({}), *opt, 100).scheduler, nullptr);
-  SchedulerChoice step = build_scheduler(config({"--model.scheduler=step"}), *opt, 100);
-  EXPECT_NE(dynamic_cast<optim::StepLR*>(step.scheduler.get()), nullptr);
-  EXPECT_EQ(step.interval, "epoch");
-  SchedulerChoice cos = build_scheduler(config({"--model.scheduler=cosine"}), *opt, 100);
-  EXPECT_NE(dynamic_cast<optim::CosineAnnealingLR*>(cos.scheduler.get()), nullptr);
-  auto opt2 = build_optimizer(config({})["model"], model->parameters());
-  SchedulerChoice one = build_scheduler(config({"--model.scheduler=onecycle"}), *opt2, 100);
-  auto* oc = dynamic_cast<optim::OneCycleLR*>(one.scheduler.get());
-  ASSERT_NE(oc, nullptr);
-  EXPECT_EQ(one.interval, "step");
-  EXPECT_EQ(oc->total_steps(), 300);  // 3 epochs of 100 batches
-  auto opt3 = build_optimizer(config({})["model"], model->parameters());
-  EXPECT_EQ(dynamic_cast<optim::OneCycleLR*>(
-                build_scheduler(config({"--model.scheduler=onecycle", "--trainer.max_steps=50"}),
-                                *opt3, 100)
-                    .scheduler.get())
-                ->total_steps(),
-            50);
+  const train::TrainerOptions o = trainer_options(
+      config({"--trainer.max_epochs=7", "--trainer.limit_train_batches=10",
+              "--trainer.limit_val_batches=0.25", "--trainer.max_time=00:01:02:03",
+              "--trainer.gradient_clip_val=1.5", "--trainer.fast_dev_run=true"}));
+  EXPECT_EQ(*o.max_epochs, 7);
+  EXPECT_EQ(std::get<int64_t>(o.limit_train_batches), 10);
+  EXPECT_DOUBLE_EQ(std::get<double>(o.limit_val_batches), 0.25);
+  EXPECT_DOUBLE_EQ(*o.max_time_s, 3723.0);
+  EXPECT_DOUBLE_EQ(*o.gradient_clip_val, 1.5);
+  EXPECT_EQ(o.fast_dev_run, 1);
+  EXPECT_EQ(o.default_root_dir, "runs");
+  EXPECT_EQ(*o.seed, 0u);
+  // The built-in run's callbacks: ModelCheckpoint(val_acc, max, save_last) and more.
+  ASSERT_FALSE(o.callbacks.empty());
+  EXPECT_NE(o.callbacks[0]->state_key().find("val_acc"), std::string::npos);
+  EXPECT_THROW(parse_duration("1:2:3", "trainer.max_time"), ConfigError);
 }
 
-TEST(CliRun, RunCommandChecksBeforeTheTrainerSeam) {
-  EXPECT_THROW(run_command("train", config({})), ValueError);
-  EXPECT_THROW(run_command("fit", config({"--model.name=char_transformer"})), ConfigError);
-  EXPECT_THROW(run_command("fit", config({"--data.name=text"})), ConfigError);
-  EXPECT_THROW(run_command("fit", config({})), NotImplementedError);
+TEST(CliRun, RunCommandRejectsMismatchedModelAndData) {
+  std::ostringstream out;
+  EXPECT_THROW(run_command("train", config({}), out), ValueError);
+  EXPECT_THROW(run_command("fit", config({"--model.name=char_transformer"}), out), ConfigError);
+  EXPECT_THROW(run_command("fit", config({"--data.name=text"}), out), ConfigError);
+  EXPECT_THROW(run_command("fit", config({"--data.name=csv", "--data.path=x.csv"}), out),
+               ConfigError);
+  // A missing dataset: IOError naming the path (exit status 2 in the command).
+  EXPECT_THROW(run_command("fit", config({"--data.name=mnist-folder", "--data.root=/nonexistent"}),
+                           out),
+               IOError);
 }
 
 }  // namespace

@@ -1,49 +1,55 @@
-// What the athanor command does once its config resolved: build the model, optimizer,
-// scheduler and data the config names, and hand them to the Trainer for fit / validate / test
-// / predict. The builders are public so the Trainer wiring (and tests) can reuse them.
+// What the athanor command does once its config resolved: build the model, its training task,
+// the data and the Trainer the config names, then fit / validate / test / predict. The builders
+// are public so tests (and programs embedding the command line) can reuse them.
 //
 //   nlohmann::json cfg = cli::resolve_config(cli::athanor_schema(), cli::default_config_yaml(),
 //                                            {}, {});
-//   auto model = cli::build_model(cfg["model"]);                    // W2's CNN
-//   auto opt = cli::build_optimizer(cfg["model"], model->parameters());
-//   int status = cli::run_command("fit", cfg);
+//   auto model = cli::build_model(cfg["model"]);               // W2's CNN
+//   train::TrainerOptions opts = cli::trainer_options(cfg);    // trainer: section + callbacks
+//   int status = cli::run_command("fit", cfg);                 // fit, then test the result
 #pragma once
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
-#include <vector>
 
+#include "athanor/data/batch_source.h"
 #include "athanor/nn/module.h"
-#include "athanor/optim/lr_scheduler.h"
-#include "athanor/optim/optimizer.h"
+#include "athanor/train/tasks.h"
+#include "athanor/train/trainer.h"
 
 namespace ath::cli {
 
 // config["model"] -> the model it names (fashion_mlp, fashion_cnn, char_lstm,
-// char_transformer, resnet with model.resnet.*). ValueError for an unknown name.
-std::shared_ptr<nn::Module> build_model(const nlohmann::json& model_config);
+// char_transformer, resnet with model.resnet.*, tabular_mlp with `tabular` sizes).
+// ConfigError for an unknown name.
+std::shared_ptr<nn::Module> build_model(const nlohmann::json& model_config,
+                                        int64_t tabular_features = 0, int64_t tabular_classes = 0);
 
-// config["model"] -> SGD(lr, momentum, nesterov, weight_decay), Adam or AdamW(lr, betas,
-// weight_decay).
-std::unique_ptr<optim::Optimizer> build_optimizer(const nlohmann::json& model_config,
-                                                  const std::vector<Tensor>& params);
+// config["model"] -> the optimizer and schedule of the training task.
+train::OptimizerSpec optimizer_spec(const nlohmann::json& model_config);
 
-// The schedule config["model"]["scheduler"] names, and when it steps (Lightning's "interval"):
-// step -> StepLR per epoch; cosine -> CosineAnnealingLR per epoch (T_max: model.t_max, else
-// trainer.max_epochs); onecycle -> OneCycleLR per step over max_steps (when > 0) or
-// max_epochs * steps_per_epoch; none -> a null scheduler.
-struct SchedulerChoice {
-  std::unique_ptr<optim::LRScheduler> scheduler;  // null for "none"
-  std::string interval = "epoch";                 // "epoch" or "step"
+// The whole config -> TrainerOptions (the trainer: section, its callbacks, seed_everything).
+train::TrainerOptions trainer_options(const nlohmann::json& config);
+
+// "DD:HH:MM:SS" (Lightning's max_time / Timer duration) -> seconds; ConfigError naming `key`.
+double parse_duration(const std::string& text, const std::string& key);
+
+// The data the config names, split into training / validation (data.val_fraction of the
+// training set, seeded) and test (the dataset's test split; the validation part where the
+// dataset has none).
+struct RunData {
+  std::shared_ptr<data::BatchSource> train, val, test;
+  int64_t features = 0, classes = 0;  // tabular data: what the model must take and give
 };
-SchedulerChoice build_scheduler(const nlohmann::json& config, optim::Optimizer& optimizer,
-                                int64_t steps_per_epoch);
+RunData build_data(const nlohmann::json& config);
 
-// Runs "fit", "validate", "test" or "predict" with a resolved config (the shape of
-// athanor_schema(); see docs/cli.md). Returns the process exit status. Throws ConfigError
-// (exit 2) for a config that cannot work (resnet with a text dataset), other ath::Error (exit 1)
-// for failures while running.
-int run_command(const std::string& subcommand, const nlohmann::json& config);
+// Runs "fit" (then tests the fitted model, printing `test_acc=...` and where the checkpoint,
+// metrics.csv and report went), "validate", "test" or "predict". Returns the exit status.
+// Throws ConfigError (exit 2) for a config that cannot work, other ath::Error (exit 1) for
+// failures while running.
+int run_command(const std::string& subcommand, const nlohmann::json& config,
+                std::ostream& out);
 
 }  // namespace ath::cli
