@@ -75,7 +75,8 @@ TEST(DataSampler, DistributedShuffleCoversEverySampleOnce) {
     EXPECT_EQ(mine.size(), 5u);
     all.insert(mine.begin(), mine.end());
   }
-  EXPECT_EQ(all, std::multiset<int64_t>(iota(20).begin(), iota(20).end()));
+  auto expect = iota(20);
+  EXPECT_EQ(all, std::multiset<int64_t>(expect.begin(), expect.end()));
   o.rank = 1;
   DistributedSampler s(20, o);
   auto e0 = s.indices();
