@@ -140,7 +140,7 @@ TEST_P(DataLoaderWorkers, ErrorsNameTheBatchAndKeepTheKind) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Workers, DataLoaderWorkers, ::testing::Values(0, 1, 3));
+INSTANTIATE_TEST_SUITE_P(Workers, DataLoaderWorkers, ::testing::Values(0, 1, 2, 3));
 
 TEST(DataLoader, ShuffleReseedsPerEpoch) {
   auto ds = std::make_shared<Slow>(16);
