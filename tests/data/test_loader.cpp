@@ -16,7 +16,7 @@ namespace {
 struct Slow : Dataset<Tensor> {
   int64_t n;
   int64_t throw_at = -1;
-  bool std_error = false;
+  std::atomic<bool> std_error{false};
   mutable std::atomic<int64_t> gets{0};
   explicit Slow(int64_t n_) : n(n_) {}
   int64_t size() const override { return n; }
