@@ -248,6 +248,7 @@ TEST(DataLoader, UserCollateAndSamplerOverride) {
                            return total;
                          }});
   EXPECT_EQ(loader.num_batches(), 2);
+  EXPECT_THROW(DataLoader(ds, {.shuffle = true, .sampler = sampler}), ValueError);
   loader.start_epoch(0);
   auto b0 = loader.next();
   ASSERT_TRUE(b0.has_value());

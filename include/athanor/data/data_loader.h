@@ -47,7 +47,8 @@ struct LoaderOptions {
   bool drop_last = false;
   int64_t num_workers = 0;
   int64_t prefetch_factor = 2;  // batches in flight per worker
-  // Replaces the Sequential/RandomSampler that shuffle selects (e.g. a DistributedSampler).
+  // Replaces the Sequential/RandomSampler that shuffle selects (e.g. a DistributedSampler);
+  // setting both is a ValueError.
   std::shared_ptr<Sampler> sampler = nullptr;
   CollateFn<S> collate = {};  // empty: default_collate
 };
@@ -72,6 +73,9 @@ class DataLoader : public detail::LoaderBase {
 
  private:
   static detail::LoaderConfig config(const D& dataset, const Options& o) {
+    ATH_CHECK(!(o.sampler && o.shuffle), ValueError,
+              "DataLoader: sampler and shuffle are mutually exclusive (the sampler decides the "
+              "order)");
     std::shared_ptr<Sampler> sampler = o.sampler;
     if (!sampler) {
       if (o.shuffle) {
