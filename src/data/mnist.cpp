@@ -20,9 +20,8 @@ std::string find_idx(const std::string& root, const std::string& stem, const std
             kind, gz, raw);
 }
 
-void scale_to_float(const uint8_t* src, float* dst, std::size_t n) {
-  constexpr float kScale = 1.0f / 255.0f;
-  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * kScale;
+void scale_to_float(const uint8_t* src, float* dst, std::size_t n, float scale, float shift) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale - shift;
 }
 }  // namespace
 
@@ -42,6 +41,9 @@ MnistFolder::MnistFolder(MnistOptions options, std::string kind)
   ATH_CHECK(labels.size(0) == images_.size(0), FormatError,
             "{}: '{}' has {} images but '{}' has {} labels", kind_, image_path, images_.size(0),
             label_path, labels.size(0));
+  ATH_CHECK(options_.std > 0.0, ValueError, "{}: std must be > 0, got {}", kind_, options_.std);
+  scale_ = static_cast<float>(1.0 / (255.0 * options_.std));
+  shift_ = static_cast<float>(options_.mean / options_.std);
   images_ = images_.contiguous();
   labels_ = labels.to(kInt64).contiguous();
 }
@@ -53,7 +55,7 @@ ImageSample MnistFolder::get(int64_t index) const {
   const int64_t h = images_.size(1), w = images_.size(2);
   Tensor image = empty({1, h, w}, kFloat32);
   scale_to_float(images_.data<uint8_t>() + index * h * w, image.data<float>(),
-                 static_cast<std::size_t>(h * w));
+                 static_cast<std::size_t>(h * w), scale_, shift_);
   if (options_.transform) image = options_.transform(image);
   return {image, labels_.data<int64_t>()[index]};
 }
@@ -70,7 +72,8 @@ std::optional<Batch> MnistFolder::get_batch(std::span<const int64_t> indices) co
   for (int64_t j = 0; j < b; ++j) {
     const int64_t i = indices[static_cast<std::size_t>(j)];
     check_index(i, n, name());
-    scale_to_float(src + i * h * w, dst + j * h * w, static_cast<std::size_t>(h * w));
+    scale_to_float(src + i * h * w, dst + j * h * w, static_cast<std::size_t>(h * w), scale_,
+                   shift_);
     out_lab[j] = lab[i];
   }
   return Batch(TensorList{images, labels}, b);

@@ -87,6 +87,13 @@ TEST(DataMnist, SyntheticFilesGzAndRaw) {
   EXPECT_NE(msg.find("FashionMNIST(train)"), std::string::npos) << msg;
   EXPECT_THROW(train.get(3), IndexError);
 
+  // Normalization is fused into the conversion and keeps the fast path.
+  MnistFolder normalized({.root = dir.path().string(), .mean = 0.5, .std = 0.25});
+  EXPECT_NEAR(normalized.get(1).first.to_vector<float>()[5], (15.0 / 255.0 - 0.5) / 0.25, 1e-6);
+  EXPECT_EQ(normalized.get_batch(std::vector<int64_t>{1})->operator[](0).to_vector<float>(),
+            normalized.get(1).first.to_vector<float>());
+  EXPECT_THROW(MnistFolder({.root = dir.path().string(), .std = 0.0}), ValueError);
+
   // A transform applies in get() and turns the fast path off.
   MnistFolder flipped({.root = dir.path().string(), .transform = RandomHorizontalFlip(1.0)});
   EXPECT_FLOAT_EQ(flipped.get(0).first.to_vector<float>()[0], 2.0f / 255.0f);

@@ -20,9 +20,15 @@ namespace ath::data {
 
 inline constexpr const char* kFashionMnistRoot = "/usr/share/datasets/fashion-mnist";
 
+// Fashion-MNIST's training-set pixel mean and standard deviation (of values in [0, 1]).
+inline constexpr double kFashionMnistMean = 0.2860, kFashionMnistStd = 0.3530;
+
 struct MnistOptions {
   std::string root = kFashionMnistRoot;
-  bool train = true;         // train-* files, else t10k-*
+  bool train = true;  // train-* files, else t10k-*
+  // Pixels become (p / 255 - mean) / std, fused into the uint8 -> float conversion (computed as
+  // p * (1 / (255 std)) - mean / std in float32), so normalized batches keep the fast path.
+  double mean = 0.0, std = 1.0;
   Transform transform = {};  // applied to each image in get() (draws from sample_generator())
 };
 
@@ -52,6 +58,7 @@ class MnistFolder : public Dataset<ImageSample> {
   MnistOptions options_;
   std::string kind_;
   Tensor images_, labels_;
+  float scale_ = 1.0f / 255.0f, shift_ = 0.0f;
 };
 
 class FashionMNIST : public MnistFolder {
