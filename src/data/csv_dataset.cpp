@@ -54,7 +54,9 @@ CsvDataset::CsvDataset(CsvOptions options) : options_(std::move(options)) {
     for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
     ATH_THROW(KeyError, "CsvDataset: '{}' has no column '{}' (columns: {})", path, name, names);
   };
-  const std::size_t target_col = column_of(options_.target);
+  // No target name: the last column (the usual layout, and the command line's default).
+  const std::size_t target_col =
+      options_.target.empty() ? header.size() - 1 : column_of(options_.target);
   std::vector<std::size_t> feature_cols;
   if (options_.features.empty()) {
     for (std::size_t i = 0; i < header.size(); ++i) {

@@ -72,6 +72,9 @@ TEST(DataCsv, ParsesFeaturesAndTargets) {
   EXPECT_EQ(reg.get(1).second.dtype(), kFloat32);
   EXPECT_FLOAT_EQ(reg.get(1).second.item<float>(), 60.f);
   EXPECT_THROW(CsvDataset({.path = dir.file("d.csv"), .target = "y"}), KeyError);
+  CsvDataset last({.path = dir.file("d.csv"), .target_kind = CsvTarget::Float});  // target: x3
+  EXPECT_EQ(last.feature_names(), (std::vector<std::string>{"x1", "x2", "label"}));
+  EXPECT_FLOAT_EQ(last.get(1).second.item<float>(), 60.f);
 }
 
 TEST(DataCsv, ErrorsNameFileLineAndColumn) {

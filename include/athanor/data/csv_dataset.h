@@ -24,7 +24,7 @@ enum class CsvTarget { Class, Float };
 
 struct CsvOptions {
   std::string path = {};
-  std::string target = {};                   // the target column's name
+  std::string target = {};                   // the target column's name; empty: the last column
   CsvTarget target_kind = CsvTarget::Class;  // Class: int64 labels; Float: float32 values
   std::vector<std::string> features = {};    // empty: every other column, in file order
 };
