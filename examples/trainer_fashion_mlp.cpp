@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   set_num_threads(2);
   auto fashion = [](bool train) {
     return std::make_shared<data::FashionMNIST>(
-        data::MnistOptions{.train = train, .transform = data::Normalize({0.2860}, {0.3530})});
+        data::MnistOptions{.train = train, .mean = 0.2860, .std = 0.3530});
   };
   train::TrainerOptions opts;
   opts.max_epochs = 1;

@@ -40,7 +40,7 @@ std::shared_ptr<train::Callback> model_checkpoint(const json& a) {
 std::shared_ptr<train::Callback> early_stopping(const json& a) {
   train::EarlyStoppingOptions o;
   auto monitor = opt<std::string>(a, "monitor");
-  ATH_CHECK(monitor.has_value(), ConfigError, "EarlyStopping: init_args.monitor is required");
+  ATH_CHECK(monitor.has_value(), cli::ConfigError, "EarlyStopping: init_args.monitor is required");
   o.monitor = *monitor;
   o.min_delta = a.at("min_delta").get<double>();
   o.patience = a.at("patience").get<int64_t>();
@@ -67,7 +67,7 @@ std::vector<std::shared_ptr<train::Callback>> build_callbacks(const json& list) 
     } else if (cls == "ModelSummary") {
       out.push_back(std::make_shared<train::ModelSummary>(args.value("max_depth", 1)));
     } else {
-      ATH_THROW(ConfigError, "trainer.callbacks: '{}' is not available in this build", cls);
+      ATH_THROW(cli::ConfigError, "trainer.callbacks: '{}' is not available in this build", cls);
     }
   }
   return out;

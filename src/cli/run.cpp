@@ -17,6 +17,7 @@
 #include "athanor/nn/activation.h"
 #include "athanor/nn/linear.h"
 #include "athanor/nn/sequential.h"
+#include "athanor/ops/reduction.h"
 #include "athanor/train/callbacks/model_checkpoint.h"
 
 namespace ath::cli {
@@ -37,21 +38,23 @@ std::shared_ptr<nn::Module> build_model(const json& m, int64_t tabular_features,
   if (name == "char_lstm") return std::make_shared<models::CharLstm>();
   if (name == "char_transformer") return std::make_shared<models::CharTransformer>();
   if (name == "tabular_mlp") {
-    ATH_CHECK(tabular_features > 0 && tabular_classes > 1, ConfigError,
+    ATH_CHECK(tabular_features > 0 && tabular_classes > 1, cli::ConfigError,
               "model.name tabular_mlp needs tabular data (data.name: csv) with >= 2 classes");
     const int64_t hidden = m.at("hidden").get<int64_t>();
     auto net = std::make_shared<nn::Sequential>();
-    net->push_back(std::make_shared<nn::Linear>(nn::LinearOptions{.in = tabular_features, .out = hidden}));
+    net->push_back(
+        std::make_shared<nn::Linear>(nn::LinearOptions{.in = tabular_features, .out = hidden}));
     net->push_back(std::make_shared<nn::ReLU>());
-    net->push_back(std::make_shared<nn::Linear>(nn::LinearOptions{.in = hidden, .out = tabular_classes}));
+    net->push_back(
+        std::make_shared<nn::Linear>(nn::LinearOptions{.in = hidden, .out = tabular_classes}));
     return net;
   }
   if (name == "resnet") {
     const json& r = m.at("resnet");
     models::ResNetOptions o;
     const auto layers = r.at("layers").get<std::vector<int64_t>>();
-    ATH_CHECK(layers.size() == 4, ConfigError, "model.resnet.layers: expected 4 stages, got {}",
-              layers.size());
+    ATH_CHECK(layers.size() == 4, cli::ConfigError,
+              "model.resnet.layers: expected 4 stages, got {}", layers.size());
     std::copy(layers.begin(), layers.end(), o.layers.begin());
     o.width = r.at("width").get<int64_t>();
     o.small_input = r.at("small_input").get<bool>();
@@ -59,7 +62,7 @@ std::shared_ptr<nn::Module> build_model(const json& m, int64_t tabular_features,
     o.num_classes = r.at("num_classes").get<int64_t>();
     return std::make_shared<models::ResNet>(o);
   }
-  ATH_THROW(ConfigError, "model.name: unknown model '{}'", name);
+  ATH_THROW(cli::ConfigError, "model.name: unknown model '{}'", name);
 }
 
 train::OptimizerSpec optimizer_spec(const json& m) {
@@ -69,7 +72,7 @@ train::OptimizerSpec optimizer_spec(const json& m) {
   s.momentum = m.at("momentum").get<double>();
   s.nesterov = m.at("nesterov").get<bool>();
   const auto betas = m.at("betas").get<std::vector<double>>();
-  ATH_CHECK(betas.size() == 2, ConfigError, "model.betas: expected 2 numbers, got {}",
+  ATH_CHECK(betas.size() == 2, cli::ConfigError, "model.betas: expected 2 numbers, got {}",
             betas.size());
   s.betas = {betas[0], betas[1]};
   s.weight_decay = m.at("weight_decay").get<double>();
@@ -86,9 +89,9 @@ train::OptimizerSpec optimizer_spec(const json& m) {
 double parse_duration(const std::string& text, const std::string& key) {
   int d = 0, h = 0, mi = 0, se = 0;
   char tail = 0;
-  ATH_CHECK(std::sscanf(text.c_str(), "%d:%d:%d:%d%c", &d, &h, &mi, &se, &tail) == 4 &&
-                d >= 0 && h >= 0 && mi >= 0 && se >= 0,
-            ConfigError, "{}: expected a duration DD:HH:MM:SS, got '{}'", key, text);
+  ATH_CHECK(std::sscanf(text.c_str(), "%d:%d:%d:%d%c", &d, &h, &mi, &se, &tail) == 4 && d >= 0 &&
+                h >= 0 && mi >= 0 && se >= 0,
+            cli::ConfigError, "{}: expected a duration DD:HH:MM:SS, got '{}'", key, text);
   return ((d * 24.0 + h) * 60.0 + mi) * 60.0 + se;
 }
 
@@ -157,7 +160,7 @@ RunData build_data(const json& config) {
     data::LoaderOptions<typename D::Sample> train_opts{
         .batch_size = batch, .shuffle = shuffle, .seed = seed, .num_workers = workers};
     data::LoaderOptions<typename D::Sample> eval_opts{.batch_size = std::max<int64_t>(batch, 256),
-                                                     .num_workers = workers};
+                                                      .num_workers = workers};
     if (val_fraction > 0.0) {
       auto parts = data::random_split(dataset, {1.0 - val_fraction, val_fraction}, seed);
       out.train = data::make_loader(parts[0], train_opts);
@@ -169,23 +172,23 @@ RunData build_data(const json& config) {
     if (test_dataset) out.test = data::make_loader(test_dataset, eval_opts);
   };
   if (name == "fashion-mnist" || name == "mnist-folder") {
-    // Fashion-MNIST's and MNIST's pixel statistics (torchvision's usual constants).
+    // Fashion-MNIST's and MNIST's pixel statistics (torchvision's usual constants), applied by
+    // the dataset itself so batches keep the loader's one-gather fast path.
     const bool fashion = name == "fashion-mnist";
-    data::Transform norm = fashion ? data::Transform(data::Normalize({0.2860}, {0.3530}))
-                                   : data::Transform(data::Normalize({0.1307}, {0.3081}));
+    const double mean = fashion ? 0.2860 : 0.1307, std = fashion ? 0.3530 : 0.3081;
     const std::string root = d.at("root").get<std::string>();
     auto train_set = std::make_shared<data::MnistFolder>(
-        data::MnistOptions{.root = root, .train = true, .transform = norm});
+        data::MnistOptions{.root = root, .train = true, .mean = mean, .std = std});
     auto test_set = std::make_shared<data::MnistFolder>(
-        data::MnistOptions{.root = root, .train = false, .transform = norm});
+        data::MnistOptions{.root = root, .train = false, .mean = mean, .std = std});
     loaders(train_set, test_set);
   } else if (name == "text") {
-    ATH_CHECK(!d.at("path").is_null(), ConfigError, "data.name text needs data.path (a file)");
+    ATH_CHECK(!d.at("path").is_null(), cli::ConfigError, "data.name text needs data.path (a file)");
     auto text = std::make_shared<data::TextBytesDataset>(data::TextBytesOptions{
         .paths = {d.at("path").get<std::string>()}, .seq_len = d.at("seq_len").get<int64_t>()});
     loaders(text, std::shared_ptr<data::TextBytesDataset>());
   } else if (name == "csv") {
-    ATH_CHECK(!d.at("path").is_null(), ConfigError, "data.name csv needs data.path (a file)");
+    ATH_CHECK(!d.at("path").is_null(), cli::ConfigError, "data.name csv needs data.path (a file)");
     auto csv = std::make_shared<data::CsvDataset>(data::CsvOptions{
         .path = d.at("path").get<std::string>(),
         .target = d.at("target").is_null() ? std::string() : d.at("target").get<std::string>()});
@@ -193,7 +196,7 @@ RunData build_data(const json& config) {
     out.classes = csv->targets().numel() > 0 ? max(csv->targets()).item<int64_t>() + 1 : 0;
     loaders(csv, std::shared_ptr<data::CsvDataset>());
   } else {
-    ATH_THROW(ConfigError, "data.name: unknown dataset '{}'", name);
+    ATH_THROW(cli::ConfigError, "data.name: unknown dataset '{}'", name);
   }
   return out;
 }
@@ -214,11 +217,11 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
             ValueError, "run_command: unknown subcommand '{}'", subcommand);
   const std::string data_name = config.at("data").at("name").get<std::string>();
   const std::string model_name = config.at("model").at("name").get<std::string>();
-  ATH_CHECK(is_text_model(model_name) == (data_name == "text"), ConfigError,
+  ATH_CHECK(is_text_model(model_name) == (data_name == "text"), cli::ConfigError,
             "model.name '{}' does not fit data.name '{}' (char models read text, the others "
             "images or tables)",
             model_name, data_name);
-  ATH_CHECK((model_name == "tabular_mlp") == (data_name == "csv"), ConfigError,
+  ATH_CHECK((model_name == "tabular_mlp") == (data_name == "csv"), cli::ConfigError,
             "model.name '{}' does not fit data.name '{}' (tabular data goes with tabular_mlp)",
             model_name, data_name);
   train::TrainerOptions opts = trainer_options(config);
@@ -243,8 +246,10 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
     print_metrics(out, trainer.test(*task, data.test));
     for (const auto& cb : trainer.callbacks()) {
       if (const auto* mc = dynamic_cast<const train::ModelCheckpoint*>(cb.get())) {
-        if (!mc->best_model_path().empty()) out << "best checkpoint: " << mc->best_model_path() << "\n";
-        if (!mc->last_model_path().empty()) out << "last checkpoint: " << mc->last_model_path() << "\n";
+        if (!mc->best_model_path().empty())
+          out << "best checkpoint: " << mc->best_model_path() << "\n";
+        if (!mc->last_model_path().empty())
+          out << "last checkpoint: " << mc->last_model_path() << "\n";
       }
     }
     const std::string log_dir = trainer.log_dir();
@@ -255,7 +260,7 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
       out << "report: " << (std::filesystem::path(log_dir) / "report.html").string() << "\n";
     }
   } else if (subcommand == "validate") {
-    ATH_CHECK(data.val != nullptr, ConfigError,
+    ATH_CHECK(data.val != nullptr, cli::ConfigError,
               "validate needs a validation split (data.val_fraction > 0)");
     print_metrics(out, trainer.validate(*task, data.val, ckpt));
   } else if (subcommand == "test") {

@@ -111,14 +111,56 @@ TEST(CliApp, UsageErrorsExitWithStatusTwo) {
   EXPECT_NE(bad.err.find("/nonexistent.safetensors"), std::string::npos) << bad.err;
 }
 
-TEST(CliApp, FitBuildsTheModelThenStopsAtTheTrainerSeam) {
-  // Until the Trainer is wired in, fit builds model and optimizer and reports status 1.
-  for (const char* model : {"fashion_mlp", "fashion_cnn", "resnet"}) {
-    CmdResult r = athanor({"fit", std::string("--model.name=") + model, "--model.resnet.width=2",
-                           "--model.scheduler=cosine"});
-    EXPECT_EQ(r.status, 1) << model;
-    EXPECT_NE(r.err.find("Trainer wiring lands with the Trainer"), std::string::npos) << r.err;
+// A CSV of two separable classes: tabular_mlp through `athanor fit` end to end.
+std::filesystem::path write_csv(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "blobs.csv";
+  std::ofstream f(path);
+  f << "x0,x1,label\n";
+  for (int i = 0; i < 240; ++i) {
+    const int label = i % 2;
+    const double a = (i * 37 % 100) / 100.0, b = (i * 61 % 100) / 100.0;
+    f << (label * 3 + a) << "," << (label * 3 + b) << "," << label << "\n";
   }
+  return path;
+}
+
+TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("athanor_cli_fit_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const auto csv = write_csv(dir);
+  const std::vector<std::string> common = {"--data.name=csv",
+                                           "--data.path=" + csv.string(),
+                                           "--model.name=tabular_mlp",
+                                           "--model.lr=0.01",
+                                           "--data.batch_size=16",
+                                           "--trainer.default_root_dir=" + (dir / "runs").string(),
+                                           "--trainer.enable_progress_bar=false",
+                                           "--trainer.enable_model_summary=false"};
+  std::vector<std::string> fit = {"fit", "--trainer.max_epochs=4"};
+  fit.insert(fit.end(), common.begin(), common.end());
+  CmdResult r = athanor(fit);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("test_acc="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last checkpoint: "), std::string::npos) << r.out;
+
+  // A corrupt checkpoint: exit 2 naming the file, and the good one is untouched.
+  const auto junk = dir / "junk.ckpt";
+  std::ofstream(junk) << "not a checkpoint";
+  std::vector<std::string> test = {"test", "--ckpt_path=" + junk.string()};
+  test.insert(test.end(), common.begin(), common.end());
+  CmdResult bad = athanor(test);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("junk.ckpt"), std::string::npos) << bad.err;
+
+  // A missing dataset: exit 2 naming the path and the Debian package.
+  CmdResult missing = athanor({"fit", "--data.name=fashion-mnist", "--data.root=/nonexistent/fm",
+                               "--trainer.enable_progress_bar=false"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("/nonexistent/fm"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("dataset-fashion-mnist"), std::string::npos) << missing.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // and run_command's own checks before the Trainer seam.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
 #include "athanor/cli/run.h"
-#include <sstream>
 
 namespace ath::cli {
 namespace {
@@ -32,19 +33,19 @@ TEST(CliRun, BuildsEveryModel) {
 }
 
 TEST(CliRun, OptimizerSpecAndTrainerOptionsFollowTheConfig) {
-  const train::OptimizerSpec s = optimizer_spec(
-      config({"--model.optimizer=sgd", "--model.lr=0.1", "--model.momentum=0.9",
-              "--model.scheduler=onecycle", "--model.max_lr=0.5"})["model"]);
+  const train::OptimizerSpec s =
+      optimizer_spec(config({"--model.optimizer=sgd", "--model.lr=0.1", "--model.momentum=0.9",
+                             "--model.scheduler=onecycle", "--model.max_lr=0.5"})["model"]);
   EXPECT_EQ(s.name, "sgd");
   EXPECT_DOUBLE_EQ(s.lr, 0.1);
   EXPECT_DOUBLE_EQ(s.momentum, 0.9);
   EXPECT_EQ(s.scheduler, "onecycle");
   EXPECT_DOUBLE_EQ(*s.max_lr, 0.5);
 
-  const train::TrainerOptions o = trainer_options(
-      config({"--trainer.max_epochs=7", "--trainer.limit_train_batches=10",
-              "--trainer.limit_val_batches=0.25", "--trainer.max_time=00:01:02:03",
-              "--trainer.gradient_clip_val=1.5", "--trainer.fast_dev_run=true"}));
+  const train::TrainerOptions o =
+      trainer_options(config({"--trainer.max_epochs=7", "--trainer.limit_train_batches=10",
+                              "--trainer.limit_val_batches=0.25", "--trainer.max_time=00:01:02:03",
+                              "--trainer.gradient_clip_val=1.5", "--trainer.fast_dev_run=true"}));
   EXPECT_EQ(*o.max_epochs, 7);
   EXPECT_EQ(std::get<int64_t>(o.limit_train_batches), 10);
   EXPECT_DOUBLE_EQ(std::get<double>(o.limit_val_batches), 0.25);
@@ -67,9 +68,9 @@ TEST(CliRun, RunCommandRejectsMismatchedModelAndData) {
   EXPECT_THROW(run_command("fit", config({"--data.name=csv", "--data.path=x.csv"}), out),
                ConfigError);
   // A missing dataset: IOError naming the path (exit status 2 in the command).
-  EXPECT_THROW(run_command("fit", config({"--data.name=mnist-folder", "--data.root=/nonexistent"}),
-                           out),
-               IOError);
+  EXPECT_THROW(
+      run_command("fit", config({"--data.name=mnist-folder", "--data.root=/nonexistent"}), out),
+      IOError);
 }
 
 }  // namespace

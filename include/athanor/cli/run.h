@@ -49,7 +49,6 @@ RunData build_data(const nlohmann::json& config);
 // metrics.csv and report went), "validate", "test" or "predict". Returns the exit status.
 // Throws ConfigError (exit 2) for a config that cannot work, other ath::Error (exit 1) for
 // failures while running.
-int run_command(const std::string& subcommand, const nlohmann::json& config,
-                std::ostream& out);
+int run_command(const std::string& subcommand, const nlohmann::json& config, std::ostream& out);
 
 }  // namespace ath::cli
