@@ -73,6 +73,27 @@ TEST(CSVLogger, MetricsCsvWidensHeader) {
   EXPECT_EQ(entries, std::vector<std::string>{"metrics.csv"});
 }
 
+TEST(CSVLogger, FailedSaveKeepsRowsForTheNextOne) {
+  TempDir dir;
+  CSVLogger log(dir.path().string());
+  log.log_metrics({{"a", 1}}, 0);
+  log.save();
+  // A directory where metrics.csv should go makes the atomic rename fail.
+  fs::remove(log.metrics_file());
+  fs::create_directories(fs::path(log.metrics_file()) / "blocker");
+  log.log_metrics({{"b", 2}}, 1);  // a new key: the header widens
+  EXPECT_THROW(log.save(), IOError);
+  fs::remove_all(log.metrics_file());
+  log.log_metrics({{"a", 3}}, 2);
+  log.save();  // everything, under the widened header
+  EXPECT_EQ(slurp(log.metrics_file()), "a,b,step\n1,,0\n,2,1\n3,,2\n");
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(log.log_dir())) {
+    entries.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(entries, std::vector<std::string>{"metrics.csv"});  // no temporary left behind
+}
+
 TEST(CSVLogger, FlushEveryNSteps) {
   TempDir dir;
   CSVLogger log(dir.path().string(), {.flush_logs_every_n_steps = 2});
