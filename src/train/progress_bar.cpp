@@ -58,7 +58,12 @@ std::string stage_label(const std::string& stage, int64_t epoch, int64_t max_epo
 }
 
 // Eighths of a block give the bar a smooth edge, as tqdm's.
-std::string render_bar(double frac, int width) {
+std::string render_bar(double frac, int width, bool ascii) {
+  if (ascii) {
+    const int full = static_cast<int>(std::clamp(frac, 0.0, 1.0) * width);
+    return std::string(static_cast<std::size_t>(full), '#') +
+           std::string(static_cast<std::size_t>(width - full), ' ');
+  }
   static const char* const kParts[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
   const double filled = std::clamp(frac, 0.0, 1.0) * width;
   const int full = static_cast<int>(filled);
@@ -172,7 +177,7 @@ void ProgressBar::draw(bool force) {
     const auto used = static_cast<int>(display_width(left) + display_width(right));
     const int bar = std::clamp(columns_ - 1 - used, 0, 30);
     const double frac = s.total == 0 ? 1.0 : static_cast<double>(s.done) / s.total;
-    line += render_bar(frac, bar);
+    line += render_bar(frac, bar, options_.ascii);
   }
   line += right;
   line = truncate(line, static_cast<std::size_t>(std::max(columns_ - 1, 1)));

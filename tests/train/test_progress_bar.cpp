@@ -83,6 +83,20 @@ TEST(ProgressBar, TerminalModeRedrawsInPlaceRateLimited) {
             "\rEpoch 1/3: 100%|███████| 5/5 [00:01<00:00, 5it/s, loss=0.1]\n");
 }
 
+TEST(ProgressBar, AsciiBar) {
+  std::ostringstream out;
+  double t = 0;
+  ProgressBar bar(
+      {.out = &out, .mode = ProgressMode::kTerminal, .width = 60, .ascii = true, .clock = [&] {
+         return t;
+       }});
+  bar.start_stage("train", 1, 3, 5);
+  out.str("");
+  t = 0.5;
+  bar.update(1, {{"loss", 0.5}});
+  EXPECT_EQ(out.str(), "\rEpoch 2/3:  40%|##     | 2/5 [00:00<00:00, 4it/s, loss=0.5]");
+}
+
 TEST(ProgressBar, TerminalModeErasesTailAndTruncates) {
   std::ostringstream out;
   double t = 0;

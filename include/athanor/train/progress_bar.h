@@ -38,6 +38,7 @@ struct ProgressBarOptions {
   int64_t refresh_every = 50;     // plain mode: a line every this many batches (>= 1)
   double max_redraws_per_s = 10;  // terminal mode
   int width = 0;                  // terminal columns; 0: ask the terminal, else $COLUMNS, else 100
+  bool ascii = false;  // terminal bar drawn with '#' instead of Unicode blocks (tqdm's ascii)
   std::function<double()> clock;  // seconds, for tests; default: a steady clock
 };
 
