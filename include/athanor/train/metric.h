@@ -1,0 +1,37 @@
+// Metric: the base of the stateful metrics (torchmetrics' Metric). A metric accumulates over
+// many update() calls (an epoch) and compute() gives the value over everything seen since the
+// last reset(), weighted by the number of samples each update brought, not a mean of batch means.
+//
+//   train::Accuracy acc({.num_classes = 10});
+//   for (auto& [x, y] : batches) acc.update(model.forward(x), y);
+//   double epoch_acc = acc.compute();     // correct / total over the epoch
+//   acc.reset();
+//
+// Before any sample has been seen, every scalar metric's compute() returns NaN.
+#pragma once
+
+#include <string>
+
+namespace ath::train {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  // The type name ("Accuracy"); errors from update() start with it.
+  virtual std::string name() const = 0;
+  virtual void reset() = 0;
+};
+
+// A metric whose value is one number: what the Trainer logs at epoch end.
+class ScalarMetric : public Metric {
+ public:
+  virtual double compute() const = 0;
+};
+
+// How per-class scores are combined into one number.
+enum class Average {
+  kMicro,  // count tp/fp/fn over all classes together, then score once
+  kMacro,  // score each class, then the unweighted mean over classes that occurred
+};
+
+}  // namespace ath::train

@@ -1,0 +1,11 @@
+// All of athanor's metrics (torchmetrics' counterparts), stateful and weighted by sample count:
+//   aggregation_metrics.h     MeanMetric, SumMetric, MeanSquaredError
+//   classification_metrics.h  Accuracy, Precision, Recall, F1Score, ConfusionMatrix
+//
+//   train::Accuracy acc({.num_classes = 10, .top_k = 1});
+//   acc.update(logits, labels);  ...  double a = acc.compute();  acc.reset();
+#pragma once
+
+#include "athanor/train/aggregation_metrics.h"
+#include "athanor/train/classification_metrics.h"
+#include "athanor/train/metric.h"
