@@ -124,6 +124,9 @@ class Trainer {
   // The first logger's directory, or default_root_dir without loggers.
   std::string log_dir() const;
   const Source& train_source() const { return train_; }
+  // Replaces fit's training source (BatchSizeFinder does, with one built for the batch size it
+  // found). Takes effect only before training starts: call it from setup or on_fit_start.
+  void set_train_source(Source source);
 
   // Writes a checkpoint of the current state (atomically). weights_only: the module's
   // state_dict and the metadata only.
