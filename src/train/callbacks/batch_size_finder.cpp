@@ -33,7 +33,7 @@ void BatchSizeFinder::on_fit_start(Trainer& trainer, TrainingModule& module) {
 }
 
 bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t size,
-                               bool& whole_epoch) {
+                               bool& whole_epoch, int64_t& largest_batch) {
   optim::Optimizer& opt = *trainer.optimizer();
   Trial trial{.batch_size = size};
   reset_peak_memory_stats();
@@ -53,6 +53,7 @@ bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t
         ATH_CHECK(batch.has_value(), ValueError,
                   "BatchSizeFinder: the source for batch size {} yields no batches", size);
       }
+      largest_batch = std::max(largest_batch, batch->size());
       opt.zero_grad();
       Tensor loss = module.training_step(*batch, step);
       if (!loss.defined()) continue;
@@ -88,10 +89,16 @@ int64_t BatchSizeFinder::scale_batch_size(Trainer& trainer, TrainingModule& modu
     std::optional<int64_t> high;  // smallest size that failed
     for (int64_t t = 0; t < options_.max_trials; ++t) {
       bool whole_epoch = false;
-      if (try_size(trainer, module, size, whole_epoch)) {
+      int64_t largest_batch = 0;
+      if (try_size(trainer, module, size, whole_epoch, largest_batch)) {
         low = size;
         best = size;
-        if (whole_epoch) break;  // a larger batch cannot hold more of the data
+        if (whole_epoch) {
+          // One batch holds the whole epoch: a larger size changes nothing (Lightning caps the
+          // size at the dataset's length the same way).
+          if (largest_batch > 0) best = std::min(size, largest_batch);
+          break;
+        }
         if (high) {
           if (*high - low <= 1) break;
           size = (low + *high) / 2;

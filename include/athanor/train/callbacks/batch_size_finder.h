@@ -10,7 +10,8 @@
 //
 // There is no CUDA out-of-memory to catch on the CPU, so a trial fails when it throws or when
 // the allocator's peak (memory_stats().peak_bytes, reset before each trial) passes max_memory_mb.
-// Sizes stop growing once one batch holds the whole epoch (num_batches() <= 1). If no size
+// Sizes stop growing once one batch holds the whole epoch (num_batches() <= 1); the result is
+// then that batch's size (the data set's length). If no size
 // works, fit fails with the last trial's reason.
 #pragma once
 
@@ -55,7 +56,8 @@ class BatchSizeFinder : public Callback {
   const std::vector<Trial>& trials() const { return trials_; }
 
  private:
-  bool try_size(Trainer& trainer, TrainingModule& module, int64_t size, bool& whole_epoch);
+  bool try_size(Trainer& trainer, TrainingModule& module, int64_t size, bool& whole_epoch,
+                int64_t& largest_batch);
 
   SourceFactory factory_;
   BatchSizeFinderOptions options_;
