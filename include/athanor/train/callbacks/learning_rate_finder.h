@@ -13,7 +13,8 @@
 // The search runs its own loop over the training source (start_epoch(0), then the next epochs
 // if it needs more batches); the Trainer's epoch 0 restarts the source afterwards, so the real
 // run sees the same batches as a run without the finder. Hooks other than training_step do not
-// run during the search, and no schedulers step.
+// run during the search, and no schedulers step. As in Lightning, only the param groups' lr is
+// set: a configured LR scheduler keeps the base lrs it was built with.
 #pragma once
 
 #include <optional>
