@@ -80,6 +80,23 @@ TEST(LambdaCallbackTest, StateKeysAndOnException) {
   EXPECT_EQ(seen, "stop here");
 }
 
+TEST(LambdaCallbackTest, PredictHooks) {
+  int batches = 0, epochs = 0;
+  Regressor m;
+  TrainerOptions o = quiet_options();
+  o.callbacks = {std::make_shared<LambdaCallback>(LambdaHooks{
+      .on_predict_epoch_end = [&](Trainer&, TrainingModule&) { ++epochs; },
+      .on_predict_batch_end =
+          [&](Trainer&, TrainingModule&, const Tensor& out, const data::Batch&, int64_t) {
+            EXPECT_EQ(out.shape(), (Shape{8, 1}));
+            ++batches;
+          }})};
+  Trainer t(o);
+  EXPECT_EQ(t.predict(m, regression_source(3)).size(), 3u);
+  EXPECT_EQ(batches, 3);
+  EXPECT_EQ(epochs, 1);
+}
+
 // ---- OnExceptionCheckpoint -------------------------------------------------------------------
 
 class ThrowsAtBatch3 : public Regressor {

@@ -56,6 +56,10 @@ struct LambdaHooks {
   BatchHook on_test_batch_end;
   Hook on_predict_start;
   Hook on_predict_end;
+  Hook on_predict_epoch_start;
+  Hook on_predict_epoch_end;
+  BatchHook on_predict_batch_start;
+  std::function<void(T&, M&, const Tensor&, const B&, int64_t)> on_predict_batch_end;
   std::function<void(T&, M&, Checkpoint&)> on_save_checkpoint;
   std::function<void(T&, M&, const Checkpoint&)> on_load_checkpoint;
   std::function<void(T&, M&, const std::exception&)> on_exception;
@@ -121,6 +125,14 @@ class LambdaCallback : public Callback {
   }
   void on_predict_start(T& t, M& m) override { call(hooks_.on_predict_start, t, m); }
   void on_predict_end(T& t, M& m) override { call(hooks_.on_predict_end, t, m); }
+  void on_predict_epoch_start(T& t, M& m) override { call(hooks_.on_predict_epoch_start, t, m); }
+  void on_predict_epoch_end(T& t, M& m) override { call(hooks_.on_predict_epoch_end, t, m); }
+  void on_predict_batch_start(T& t, M& m, const B& b, int64_t i) override {
+    call(hooks_.on_predict_batch_start, t, m, b, i);
+  }
+  void on_predict_batch_end(T& t, M& m, const Tensor& out, const B& b, int64_t i) override {
+    call(hooks_.on_predict_batch_end, t, m, out, b, i);
+  }
   void on_save_checkpoint(T& t, M& m, Checkpoint& c) override {
     call(hooks_.on_save_checkpoint, t, m, c);
   }

@@ -17,6 +17,9 @@
 // early stop leaves the last weights, as in Lightning). The average, its count and the SWA
 // learning rates are saved in checkpoints (the averaged tensors base64-encoded in the callback's
 // JSON state), so a resumed run continues the same average.
+// Lightning recomputes BatchNorm statistics in an extra, forward-only training epoch (so its
+// current_epoch ends one higher); athanor does the same pass inside on_train_end, through
+// training_step under NoGradGuard with momentum unset (update_bn's cumulative average).
 #pragma once
 
 #include <string>

@@ -7,6 +7,8 @@
 //
 // `duration` is seconds (a double) or "DD:HH:MM:SS"; without one the Timer only measures. The
 // elapsed training time is saved in checkpoints, so a resumed run continues the same budget.
+// A stop requested from on_fit_start (a restored budget already spent) takes effect after the
+// first batch, where Lightning runs none: athanor's loop checks the stop flag after each batch.
 #pragma once
 
 #include <chrono>
