@@ -84,10 +84,16 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
   batches_done_ = resume_batch_idx_;
   resume_batch_idx_ = 0;
   while (num_train_batches_ < 0 || batch_idx_ < num_train_batches_) {
+    // A checkpoint written while this batch is in flight (OnExceptionCheckpoint, when
+    // training_step throws) must resume at this batch, not after it: keep the position the
+    // source had before handing it out.
+    pre_batch_loader_state_ = train->state_dict();
     std::optional<data::Batch> batch = train->next();
     if (!batch) break;
+    in_batch_ = true;
     is_last_batch_ = num_train_batches_ >= 0 && batch_idx_ + 1 == num_train_batches_;
     train_batch(*batch, batch_idx_);
+    in_batch_ = false;
     ++batch_idx_;
     flush_step_logs();
 
@@ -181,6 +187,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
     step_schedulers(SchedulerInterval::Step);
   }
   batches_done_ = batch_idx + 1;
+  in_batch_ = false;  // the batch is complete: checkpoints from here on resume after it
   ATH_TRAINER_HOOK(on_train_batch_end, loss, batch, batch_idx);
   log_scope_ = LogScope::Other;
 }

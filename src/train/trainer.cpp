@@ -124,6 +124,11 @@ int64_t Trainer::estimated_stepping_batches() const {
   return total;
 }
 
+void Trainer::set_train_source(Source source) {
+  ATH_CHECK(source != nullptr, ValueError, "Trainer::set_train_source: the source is null");
+  train_ = std::move(source);
+}
+
 double Trainer::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start_).count();
 }
@@ -291,7 +296,7 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
     }
     for (const auto& lg : loggers_) lg->log_hyperparams(hp);
     ATH_TRAINER_HOOK(on_fit_start);
-    run_fit(train, val);
+    run_fit(train_, val);  // on_fit_start may have replaced it (set_train_source)
     ATH_TRAINER_HOOK(on_fit_end);
   } catch (const std::exception& e) {
     for (const auto& cb : callbacks_) {

@@ -40,7 +40,9 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
     loop["epoch"] = epoch_;
     loop["epoch_finished"] = epoch_finished_;
     loop["next_batch"] = epoch_finished_ ? 0 : batches_done_;
-    loop["dataloader"] = (!epoch_finished_ && train_) ? train_->state_dict() : nlohmann::json();
+    loop["dataloader"] = (epoch_finished_ || !train_) ? nlohmann::json()
+                         : in_batch_                  ? pre_batch_loader_state_
+                                                      : train_->state_dict();
     loop["accumulate_grad_batches"] = accumulate_;
     loop["pending_accumulated_batches"] = accumulated_;
     meta["loops"]["fit_loop"] = loop;

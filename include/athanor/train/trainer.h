@@ -127,6 +127,9 @@ class Trainer {
   // The first logger's directory, or default_root_dir without loggers.
   std::string log_dir() const;
   const Source& train_source() const { return train_; }
+  // Replaces fit's training source (BatchSizeFinder does, with one built for the batch size it
+  // found). Takes effect only before training starts: call it from setup or on_fit_start.
+  void set_train_source(Source source);
 
   // Writes a checkpoint of the current state (atomically). weights_only: the module's
   // state_dict and the metadata only.
@@ -173,6 +176,8 @@ class Trainer {
   Source train_;
   bool epoch_finished_ = false;
   bool mid_epoch_validation_ = false;
+  bool in_batch_ = false;  // between pulling a training batch and finishing its step
+  nlohmann::json pre_batch_loader_state_;
   bool in_fit_ = false;  // checkpoints taken now resume at the next epoch
 
   Stage stage_ = Stage::None;

@@ -1,0 +1,68 @@
+// BatchSizeFinder: Lightning's batch-size scaler as a callback. At the start of fit it tries
+// batch sizes — doubling from init_val ("power"), then bisecting after the first failure
+// ("binsearch") — with a few training steps each, keeps the largest that worked, rebuilds the
+// training source with it and puts the module, optimizer and RNG back as they were.
+//
+//   auto make = [&](int64_t bs) { return std::make_shared<DataLoader>(dataset, {.batch_size = bs});
+//   }; auto finder = std::make_shared<BatchSizeFinder>(make, BatchSizeFinderOptions{
+//       .max_memory_mb = 512});
+//   trainer.fit(model, make(32));           // trains with finder->optimal_batch_size()
+//
+// There is no CUDA out-of-memory to catch on the CPU, so a trial fails when it throws or when
+// the allocator's peak (memory_stats().peak_bytes, reset before each trial) passes max_memory_mb.
+// Sizes stop growing once one batch holds the whole epoch (num_batches() <= 1); the result is
+// then that batch's size (the data set's length). If no size
+// works, fit fails with the last trial's reason.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "athanor/data/batch_source.h"
+#include "athanor/train/callback.h"
+
+namespace ath::train {
+
+struct BatchSizeFinderOptions {
+  std::string mode = "power";  // or "binsearch"
+  int64_t init_val = 2;
+  int64_t max_trials = 25;
+  int64_t steps_per_trial = 3;
+  std::optional<double> max_memory_mb;
+};
+
+class BatchSizeFinder : public Callback {
+ public:
+  using SourceFactory = std::function<std::shared_ptr<data::BatchSource>(int64_t batch_size)>;
+  struct Trial {
+    int64_t batch_size = 0;
+    bool ok = false;
+    int64_t peak_bytes = 0;
+    std::string error;  // why it failed (empty when ok, or when only the memory cap was hit)
+  };
+
+  BatchSizeFinder(SourceFactory factory, BatchSizeFinderOptions options = {});
+
+  std::string state_key() const override { return "BatchSizeFinder"; }
+  void on_fit_start(Trainer& trainer, TrainingModule& module) override;
+
+  // Runs the search now and installs the source for the result (on_fit_start calls it).
+  int64_t scale_batch_size(Trainer& trainer, TrainingModule& module);
+
+  std::optional<int64_t> optimal_batch_size() const { return optimal_; }
+  const std::vector<Trial>& trials() const { return trials_; }
+
+ private:
+  bool try_size(Trainer& trainer, TrainingModule& module, int64_t size, bool& whole_epoch,
+                int64_t& largest_batch);
+
+  SourceFactory factory_;
+  BatchSizeFinderOptions options_;
+  std::optional<int64_t> optimal_;
+  std::vector<Trial> trials_;
+};
+
+}  // namespace ath::train
