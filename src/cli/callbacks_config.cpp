@@ -4,8 +4,11 @@
 #include "athanor/cli/run.h"
 #include "athanor/cli/schema.h"
 #include "athanor/train/callbacks/early_stopping.h"
+#include "athanor/train/callbacks/learning_rate_monitor.h"
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/callbacks/model_summary.h"
+#include "athanor/train/callbacks/progress_bar_callback.h"
+#include "athanor/train/callbacks/timer.h"
 
 namespace ath::cli {
 
@@ -66,8 +69,25 @@ std::vector<std::shared_ptr<train::Callback>> build_callbacks(const json& list) 
       out.push_back(early_stopping(args));
     } else if (cls == "ModelSummary") {
       out.push_back(std::make_shared<train::ModelSummary>(args.value("max_depth", 1)));
+    } else if (cls == "LearningRateMonitor") {
+      out.push_back(std::make_shared<train::LearningRateMonitor>(train::LearningRateMonitorOptions{
+          .logging_interval = opt<std::string>(args, "logging_interval").value_or(""),
+          .log_momentum = args.value("log_momentum", false),
+          .log_weight_decay = args.value("log_weight_decay", false)}));
+    } else if (cls == "TQDMProgressBar") {
+      const int64_t rate = args.value("refresh_rate", int64_t{1});
+      if (rate > 0) {  // 0 switches the bar off, as in Lightning
+        out.push_back(std::make_shared<train::TQDMProgressBar>(
+            train::ProgressBarOptions{.refresh_every = rate == 1 ? 0 : rate}));
+      }
+    } else if (cls == "Timer") {
+      train::TimerOptions o;
+      if (auto d = opt<std::string>(args, "duration")) o.duration = *d;
+      o.interval = args.value("interval", std::string("step"));
+      o.verbose = args.value("verbose", true);
+      out.push_back(std::make_shared<train::Timer>(o));
     } else {
-      ATH_THROW(cli::ConfigError, "trainer.callbacks: '{}' is not available in this build", cls);
+      ATH_THROW(cli::ConfigError, "trainer.callbacks: unknown class '{}'", cls);
     }
   }
   return out;
