@@ -13,20 +13,22 @@ trap 'rm -rf "$work"' EXIT
 status=0
 for model in fashion_mlp fashion_cnn; do
   for workers in 0 2; do
-    run() {  # run DIR [extra args...]: checkpoints every step into DIR/ckpt
-      local dir="$1"; shift
-      "$athanor" fit --model.name="$model" --data.num_workers="$workers" \
+    args() {  # args DIR: the fit command line, checkpointing every step into $work/ckpt
+      echo fit --model.name="$model" --data.num_workers="$workers" \
         --trainer.max_steps="$steps" --trainer.max_epochs=-1 --trainer.num_sanity_val_steps=0 \
         --trainer.limit_val_batches=0 --trainer.enable_progress_bar=false \
-        --trainer.enable_model_summary=false --trainer.default_root_dir="$dir/logs" \
-        --trainer.limit_test_batches=1 \
-        "--trainer.callbacks=[{class_path: ModelCheckpoint, init_args: {dirpath: $work/ckpt, save_top_k: 0, save_last: true, every_n_train_steps: 1}}]" \
-        "$@" >/dev/null
+        --trainer.enable_model_summary=false --trainer.default_root_dir="$1/logs" \
+        --trainer.limit_test_batches=1
     }
+    callbacks="--trainer.callbacks=[{class_path: ModelCheckpoint, init_args: {dirpath: $work/ckpt, save_top_k: 0, save_last: true, every_n_train_steps: 1}}]"
+    # shellcheck disable=SC2046  # word splitting of args is intended (no spaces inside)
+    run() { local dir="$1"; shift; "$athanor" $(args "$dir") "$callbacks" "$@" >/dev/null; }
     rm -rf "$work/ckpt"
     run "$work/straight"
     mv "$work/ckpt" "$work/straight_ckpt"
-    run "$work/killed" &
+    # The athanor process itself in the background (not a subshell), so SIGKILL reaches it.
+    # shellcheck disable=SC2046
+    "$athanor" $(args "$work/killed") "$callbacks" >/dev/null &
     pid=$!
     while [[ ! -f "$work/ckpt/last.ckpt" ]]; do sleep 0.05; done
     sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.5 + r / 32768 * 2 }')"
