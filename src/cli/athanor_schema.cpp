@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <regex>
-
 namespace ath::cli {
 namespace {
 
@@ -57,9 +55,19 @@ Check non_negative_float() {
 
 Check duration() {
   return [](const json& v) {
-    static const std::regex re("[0-9]+:[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}");
-    return std::regex_match(v.get<std::string>(), re) ? std::string()
-                                                      : std::string("expected DD:HH:MM:SS");
+    // [0-9]+:[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}, matched by hand (no std::regex: see
+    // yaml_scalar.cpp).
+    const std::string s = v.get<std::string>();
+    std::size_t i = 0;
+    bool ok = true;
+    for (int field = 0; field < 4 && ok; ++field) {
+      std::size_t n = 0;
+      while (i + n < s.size() && s[i + n] >= '0' && s[i + n] <= '9') ++n;
+      ok = n >= 1 && (field == 0 || n <= 2);
+      i += n;
+      if (field < 3) ok = ok && i < s.size() && s[i++] == ':';
+    }
+    return ok && i == s.size() ? std::string() : std::string("expected DD:HH:MM:SS");
   };
 }
 

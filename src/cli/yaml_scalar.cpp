@@ -4,34 +4,72 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <regex>
 
 namespace ath::cli::detail {
 
 using nlohmann::json;
 
+namespace {
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// Digits from i on; returns how many.
+std::size_t digits(std::string_view s, std::size_t i) {
+  std::size_t n = 0;
+  while (i + n < s.size() && digit(s[i + n])) ++n;
+  return n;
+}
+
+// [-+]?[0-9]+
+bool is_yaml_int(std::string_view s) {
+  const std::size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  const std::size_t n = digits(s, i);
+  return n > 0 && i + n == s.size();
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool is_yaml_float(std::string_view s) {
+  std::size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  const std::size_t whole = digits(s, i);
+  i += whole;
+  if (i < s.size() && s[i] == '.') {
+    const std::size_t frac = digits(s, i + 1);
+    if (whole == 0 && frac == 0) return false;
+    i += 1 + frac;
+  } else if (whole == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const std::size_t exp = digits(s, i);
+    if (exp == 0) return false;
+    i += exp;
+  }
+  return i == s.size();
+}
+}  // namespace
+
 json resolve_plain(std::string_view s) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  static const std::regex int_re("[-+]?[0-9]+");
-  static const std::regex float_re("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
-  static const std::regex inf_re("[-+]?\\.(inf|Inf|INF)");
-  static const std::regex nan_re("\\.(nan|NaN|NAN)");
+  // YAML 1.2 core schema, matched by hand (std::regex trips GCC 12's -Wmaybe-uninitialized in
+  // sanitizer builds, and is slow besides).
   const std::string str(s);
-  if (std::regex_match(str, int_re)) {
+  if (is_yaml_int(str)) {
     int64_t v = 0;
     const char* b = str.data() + (str[0] == '+' ? 1 : 0);
     auto [p, ec] = std::from_chars(b, str.data() + str.size(), v);
     if (ec == std::errc() && p == str.data() + str.size()) return v;
     return std::strtod(str.c_str(), nullptr);  // out of int64's range: a float, as YAML readers do
   }
-  if (std::regex_match(str, float_re)) return std::strtod(str.c_str(), nullptr);
-  if (std::regex_match(str, inf_re)) {
+  if (is_yaml_float(str)) return std::strtod(str.c_str(), nullptr);
+  const std::string_view body = (str[0] == '+' || str[0] == '-') ? s.substr(1) : s;
+  if (body == ".inf" || body == ".Inf" || body == ".INF") {
     return str[0] == '-' ? -std::numeric_limits<double>::infinity()
                          : std::numeric_limits<double>::infinity();
   }
-  if (std::regex_match(str, nan_re)) return std::numeric_limits<double>::quiet_NaN();
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
   return str;
 }
 
