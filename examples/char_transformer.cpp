@@ -1,6 +1,6 @@
-// W4 of WORKLOADS.md as a plain training loop: a byte-level Transformer language model on the licence
-// texts Debian ships in /usr/share/common-licenses, AdamW, 200 steps of 16 windows of 128 bytes,
-// then a sample of generated text.
+// W4 of WORKLOADS.md as a plain training loop: a byte-level Transformer language model on the
+// licence texts Debian ships in /usr/share/common-licenses, AdamW, 200 steps of 16 windows of 128
+// bytes, then a sample of generated text.
 //
 //   ./build/examples/char_transformer [steps]
 #include <athanor/athanor.h>

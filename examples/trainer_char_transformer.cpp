@@ -1,5 +1,6 @@
 // W4 of WORKLOADS.md through the Trainer: a byte-level Transformer language model on the licence
-// texts Debian ships, AdamW, 200 steps of 16 windows of 128 bytes. Compare examples/char_transformer.cpp.
+// texts Debian ships, AdamW, 200 steps of 16 windows of 128 bytes. Compare
+// examples/char_transformer.cpp.
 //
 //   ./build/examples/trainer_char_transformer [steps]
 #include <athanor/athanor.h>

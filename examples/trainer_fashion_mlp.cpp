@@ -26,7 +26,8 @@ class FashionMlp : public train::TrainingModule {
     log("test_acc", eq(argmax((*net)(b[0]), 1), b[1]).to(kFloat32).mean());
   }
   train::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9})};
+    return {
+        std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9})};
   }
   std::shared_ptr<nn::Sequential> net = models::fashion_mlp();
 };

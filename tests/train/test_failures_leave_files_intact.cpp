@@ -1,12 +1,11 @@
 // Bad input during fit ends in a clear error, and nothing already written is damaged: a collate
 // function that throws (on a worker thread) stops fit with an error naming the batch, while the
 // checkpoints and metrics.csv written before stay complete and loadable.
-#include <gtest/gtest.h>
-
 #include <athanor/data/data.h>
 #include <athanor/train/callbacks/model_checkpoint.h>
 #include <athanor/train/checkpoint.h>
 #include <athanor/train/csv_logger.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,9 +37,12 @@ TEST(TrainerFailures, ThrowingCollateStopsFitAndKeepsEarlierFilesIntact) {
   o.max_epochs = 1;
   o.log_every_n_steps = 1;
   o.loggers = {logger};
-  auto mc = std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
-      .dirpath = (dir / "ckpt").string(), .save_top_k = 0, .save_last = true,
-      .every_n_epochs = 0, .every_n_train_steps = 1});
+  auto mc =
+      std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{.dirpath = (dir / "ckpt").string(),
+                                                               .save_top_k = 0,
+                                                               .save_last = true,
+                                                               .every_n_epochs = 0,
+                                                               .every_n_train_steps = 1});
   o.callbacks = {mc};
   testing::Regressor m;
   Trainer t(o);
