@@ -2,7 +2,7 @@
 // WORKLOADS.md under the common protocol, printing one JSON line with the same keys as
 // bench/e2e/torch_ref.py.
 //
-//   athanor_e2e W1 [--threads 2] [--steps N]
+//   athanor_e2e W1 [--threads 2] [--steps N] [--seed S]   (seed: the initialisation's; default 0)
 //
 // Protocol: data decoded into RAM first; model built after seeding; 5 warm-up steps on a copy
 // of the model (same weights, its own optimizer), discarded; timed region = per step: gather
@@ -164,13 +164,15 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   int threads = 2;
   int64_t steps = 0;
+  uint64_t seed = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
+    if (flag == "--seed") seed = std::stoull(argv[i + 1]);
   }
   set_num_threads(threads);
-  manual_seed(0);
+  manual_seed(seed);
   Workload w = make_workload(name);
   if (steps > 0 && static_cast<std::size_t>(steps) < w.batches.size()) w.batches.resize(steps);
 

@@ -87,9 +87,9 @@ class CharLSTM(nn.Module):
         return self.head(self.lstm(self.emb(x))[0])
 
 
-def workload(name):
+def workload(name, seed=0):
     """-> (model, optimizer factory, list of batch callables, test set or None, samples/batch)"""
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     if name in ("W1", "W2"):
         xtr, ytr = fmnist("train")
         test = fmnist("t10k")
@@ -140,9 +140,10 @@ def main():
     ap.add_argument("workload", choices=["W1", "W2", "W3", "W4"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: all)")
+    ap.add_argument("--seed", type=int, default=0, help="initialisation seed (spread of the final loss)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model, make_opt, batches, get, test = workload(args.workload)
+    model, make_opt, batches, get, test = workload(args.workload, args.seed)
     if args.steps:
         batches = batches[:args.steps]
 
