@@ -108,6 +108,7 @@ train::TrainerOptions trainer_options(const json& config) {
   if (!t.at("max_epochs").is_null()) o.max_epochs = t.at("max_epochs").get<int64_t>();
   if (!t.at("min_epochs").is_null()) o.min_epochs = t.at("min_epochs").get<int64_t>();
   o.max_steps = t.at("max_steps").get<int64_t>();
+  if (!t.at("min_steps").is_null()) o.min_steps = t.at("min_steps").get<int64_t>();
   if (!t.at("max_time").is_null()) {
     o.max_time_s = parse_duration(t.at("max_time").get<std::string>(), "trainer.max_time");
   }

@@ -21,6 +21,13 @@ int64_t val_every(const BatchLimit& interval, int64_t num_batches) {
 }
 }  // namespace
 
+// A stop request (EarlyStopping, Timer, ...) is honoured only once min_epochs epochs and
+// min_steps optimizer steps have run, as in Lightning.
+bool Trainer::stop_allowed(int64_t epochs_done) const {
+  return epochs_done >= options_.min_epochs.value_or(0) &&
+         global_step_ >= options_.min_steps.value_or(0);
+}
+
 void Trainer::run_fit(Source train, Source val) {
   train_ = train;
   num_train_batches_ =
@@ -53,7 +60,7 @@ void Trainer::run_fit(Source train, Source val) {
     ++epoch_;
     epoch_finished_ = false;
     if (stopped_early) break;
-    if (should_stop_ && epoch_ >= options_.min_epochs.value_or(0)) break;
+    if (should_stop_ && stop_allowed(epoch_)) break;
   }
   ATH_TRAINER_HOOK(on_train_end);
 }
@@ -112,7 +119,7 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
       stop = true;
       break;
     }
-    if (should_stop_ && epoch_ + 1 >= options_.min_epochs.value_or(0)) break;
+    if (should_stop_ && stop_allowed(epoch_ + 1)) break;
   }
   if (accumulated_ > 0) {
     // An epoch whose length is not a multiple of accumulate_grad_batches (or of unknown

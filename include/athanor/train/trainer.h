@@ -39,6 +39,7 @@ struct TrainerOptions {
   std::optional<int64_t> max_epochs;  // default: 1000 when max_steps is -1 (Lightning's rule)
   std::optional<int64_t> min_epochs;  // early stopping is ignored before this many epochs
   int64_t max_steps = -1;             // optimizer steps; -1: no limit
+  std::optional<int64_t> min_steps;   // early stopping is ignored before this many steps
   std::optional<double> max_time_s;   // wall-clock budget for fit, checked after each batch
   BatchLimit limit_train_batches = 1.0;
   BatchLimit limit_val_batches = 1.0;
@@ -151,6 +152,7 @@ class Trainer {
   void restore(const std::string& ckpt_path, bool full);
   std::string resolve_checkpoint(const std::string& ckpt_path) const;
   void run_fit(Source train, Source val);
+  bool stop_allowed(int64_t epochs_done) const;
   bool run_train_epoch(Source& train, Source& val);
   void train_batch(const data::Batch& batch, int64_t batch_idx);
   void optimizer_step();
