@@ -6,10 +6,7 @@
 #include "athanor/cli/config.h"
 #include "athanor/cli/inspect.h"
 #include "athanor/cli/run.h"
-
-#ifndef ATHANOR_VERSION
-#define ATHANOR_VERSION "unknown"
-#endif
+#include "athanor/train/checkpoint.h"
 
 namespace ath::cli {
 namespace {
@@ -24,8 +21,6 @@ constexpr const char* kConfigHelp =
     "\nConfig keys (override with --key=value or --key value; values are YAML):\n";
 
 }  // namespace
-
-const char* athanor_version() { return ATHANOR_VERSION; }
 
 int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   const Schema schema = athanor_schema();

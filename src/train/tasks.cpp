@@ -72,12 +72,19 @@ nlohmann::json spec_json(const std::string& net, const OptimizerSpec& s) {
 }
 }  // namespace
 
-ClassificationTask::ClassificationTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec)
-    : TrainingModule("ClassificationTask"), net_(std::move(net)), spec_(std::move(spec)) {
-  ATH_CHECK(net_ != nullptr, ValueError, "ClassificationTask: the network is null");
+NetworkTask::NetworkTask(std::string type_name, std::shared_ptr<nn::Module> net, OptimizerSpec spec)
+    : TrainingModule(type_name), net_(std::move(net)), spec_(std::move(spec)) {
+  ATH_CHECK(net_ != nullptr, ValueError, "{}: the network is null", type_name);
   register_module("net", net_);
   save_hyperparameters(spec_json(net_->type_name(), spec_));
 }
+
+OptimizerConfig NetworkTask::configure_optimizers() {
+  return make_optimizer(parameters(), spec_, trainer());
+}
+
+ClassificationTask::ClassificationTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec)
+    : NetworkTask("ClassificationTask", std::move(net), std::move(spec)) {}
 
 Tensor ClassificationTask::training_step(const data::Batch& batch, int64_t) {
   Tensor logits = forward(batch[0]);
@@ -100,16 +107,8 @@ void ClassificationTask::evaluate(const data::Batch& batch, const std::string& p
 void ClassificationTask::validation_step(const data::Batch& b, int64_t) { evaluate(b, "val"); }
 void ClassificationTask::test_step(const data::Batch& b, int64_t) { evaluate(b, "test"); }
 
-OptimizerConfig ClassificationTask::configure_optimizers() {
-  return make_optimizer(parameters(), spec_, trainer());
-}
-
 LanguageModelTask::LanguageModelTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec)
-    : TrainingModule("LanguageModelTask"), net_(std::move(net)), spec_(std::move(spec)) {
-  ATH_CHECK(net_ != nullptr, ValueError, "LanguageModelTask: the network is null");
-  register_module("net", net_);
-  save_hyperparameters(spec_json(net_->type_name(), spec_));
-}
+    : NetworkTask("LanguageModelTask", std::move(net), std::move(spec)) {}
 
 Tensor LanguageModelTask::loss(const data::Batch& batch) {
   Tensor logits = forward(batch[0]);
@@ -126,9 +125,6 @@ void LanguageModelTask::validation_step(const data::Batch& batch, int64_t) {
 }
 void LanguageModelTask::test_step(const data::Batch& batch, int64_t) {
   log("test_loss", loss(batch), {.prog_bar = true});
-}
-OptimizerConfig LanguageModelTask::configure_optimizers() {
-  return make_optimizer(parameters(), spec_, trainer());
 }
 
 }  // namespace ath::train

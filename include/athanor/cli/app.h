@@ -11,11 +11,13 @@
 
 #include <ostream>
 
+#include "athanor/train/checkpoint.h"
+
 namespace ath::cli {
 
 int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // "0.1.0": the version the command reports.
-const char* athanor_version();
+using train::athanor_version;  // the one version string (train/checkpoint.h)
 
 }  // namespace ath::cli

@@ -42,36 +42,42 @@ struct OptimizerSpec {
 OptimizerConfig make_optimizer(const std::vector<Tensor>& params, const OptimizerSpec& spec,
                                const Trainer* trainer);
 
-class ClassificationTask : public TrainingModule {
+// What both tasks share: a wrapped network (registered as "net"), its forward, and the
+// optimizer the spec names.
+class NetworkTask : public TrainingModule {
  public:
-  ClassificationTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec);
   Tensor forward(const Tensor& x) override { return (*net_)(x); }
-  Tensor training_step(const data::Batch& batch, int64_t batch_idx) override;
-  void validation_step(const data::Batch& batch, int64_t batch_idx) override;
-  void test_step(const data::Batch& batch, int64_t batch_idx) override;
   OptimizerConfig configure_optimizers() override;
   nn::Module& net() { return *net_; }
 
+ protected:
+  NetworkTask(std::string type_name, std::shared_ptr<nn::Module> net, OptimizerSpec spec);
+
  private:
-  void evaluate(const data::Batch& batch, const std::string& prefix);
   std::shared_ptr<nn::Module> net_;
   OptimizerSpec spec_;
 };
 
-class LanguageModelTask : public TrainingModule {
+class ClassificationTask : public NetworkTask {
  public:
-  LanguageModelTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec);
-  Tensor forward(const Tensor& x) override { return (*net_)(x); }
+  ClassificationTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec);
   Tensor training_step(const data::Batch& batch, int64_t batch_idx) override;
   void validation_step(const data::Batch& batch, int64_t batch_idx) override;
   void test_step(const data::Batch& batch, int64_t batch_idx) override;
-  OptimizerConfig configure_optimizers() override;
-  nn::Module& net() { return *net_; }
+
+ private:
+  void evaluate(const data::Batch& batch, const std::string& prefix);
+};
+
+class LanguageModelTask : public NetworkTask {
+ public:
+  LanguageModelTask(std::shared_ptr<nn::Module> net, OptimizerSpec spec);
+  Tensor training_step(const data::Batch& batch, int64_t batch_idx) override;
+  void validation_step(const data::Batch& batch, int64_t batch_idx) override;
+  void test_step(const data::Batch& batch, int64_t batch_idx) override;
 
  private:
   Tensor loss(const data::Batch& batch);
-  std::shared_ptr<nn::Module> net_;
-  OptimizerSpec spec_;
 };
 
 }  // namespace ath::train

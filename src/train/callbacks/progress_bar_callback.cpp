@@ -18,8 +18,6 @@ ProgressBar& TQDMProgressBar::bar(const Trainer& t) {
   return *bar_;
 }
 
-void TQDMProgressBar::on_sanity_check_start(Trainer&, TrainingModule&) {}
-
 void TQDMProgressBar::on_train_epoch_start(Trainer& t, TrainingModule&) {
   bar(t).start_stage("train", t.current_epoch(), t.max_epochs(), t.num_training_batches());
 }

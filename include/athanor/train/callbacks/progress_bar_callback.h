@@ -21,7 +21,6 @@ class TQDMProgressBar : public Callback {
   // Runs after the module's on_train_epoch_end, so the epoch line shows the epoch's metrics.
   bool is_monitoring() const override { return true; }
 
-  void on_sanity_check_start(Trainer& t, TrainingModule& m) override;
   void on_train_epoch_start(Trainer& t, TrainingModule& m) override;
   void on_train_batch_end(Trainer& t, TrainingModule& m, const Tensor& loss, const data::Batch& b,
                           int64_t batch_idx) override;
