@@ -30,11 +30,18 @@ void BM_AddF32_16M(benchmark::State& state) {
 }
 
 // Reference: the same 3 streams of bytes moved by memcpy (read 2N floats, write N... memcpy
-// reads N and writes N, so copy 1.5N floats to move the same 12N bytes).
+// reads N and writes N, so copy 1.5N floats to move the same 12N bytes), split over the same 2
+// threads as the add (one memcpy per thread, each on its half).
 void BM_Memcpy_SameBytes(benchmark::State& state) {
+  threads();
   std::vector<float> src(kN * 3 / 2, 1.0f), dst(kN * 3 / 2);
+  const std::size_t half = src.size() / 2;
   for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+#pragma omp parallel num_threads(2)
+    {
+      std::size_t begin = static_cast<std::size_t>(omp_get_thread_num()) * half;
+      std::memcpy(dst.data() + begin, src.data() + begin, half * sizeof(float));
+    }
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }

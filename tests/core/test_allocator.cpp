@@ -39,6 +39,37 @@ TEST(Allocator, EmptyCacheReleasesFreeBlocks) {
   EXPECT_EQ(memory_stats().cached_bytes, 0);
 }
 
+// Large blocks (> 16 MB) are reused while a loop repeats its sizes, and a size the cache cannot
+// serve first hands the cached large blocks back, so they never add to peak RSS.
+TEST(Allocator, LargeBlocksAreReusedAndReleasedOnAMiss) {
+  empty_cache();
+  const int64_t big = int64_t{6} << 20;  // 24 MB of float32
+  void* p = nullptr;
+  {
+    Tensor t = empty({big}, kFloat32);
+    p = t.data_ptr();
+  }
+  EXPECT_GE(memory_stats().cached_bytes, big * 4);
+  int64_t system_before = memory_stats().system_allocations;
+  {
+    Tensor same = empty({big}, kFloat32);
+    EXPECT_EQ(same.data_ptr(), p);  // a hit: no fresh pages to fault in
+  }
+  EXPECT_EQ(memory_stats().system_allocations, system_before);
+  auto bin = [](int64_t floats) {
+    return static_cast<int64_t>(detail::allocation_bin_size(static_cast<std::size_t>(floats) * 4));
+  };
+  {
+    Tensor other = empty({big * 2}, kFloat32);  // a miss: the cached 24 MB block goes first
+    EXPECT_EQ(memory_stats().cached_bytes, 0);
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, bin(big * 2));
+  // Any miss, small ones too, goes to the OS only after the large cache is empty.
+  { Tensor small = empty({12345}, kFloat32); }
+  EXPECT_EQ(memory_stats().cached_bytes, bin(12345));
+  empty_cache();
+}
+
 TEST(Allocator, BinSizesBoundSlack) {
   for (std::size_t n : {1ul, 63ul, 64ul, 1000ul, 1025ul, 5000ul, 1ul << 20, (1ul << 20) + 1}) {
     std::size_t b = detail::allocation_bin_size(n);
