@@ -207,8 +207,7 @@ void run(const ConvEntry& e, std::initializer_list<const void*> ptrs) {
     args.emplace(a.id, staged);
   }
   if (e.scratchpad.get_size() > 0) {
-    scratch.push_back(empty({static_cast<int64_t>(e.scratchpad.get_size())}, kUInt8));
-    args.emplace(DNNL_ARG_SCRATCHPAD, make_memory(e.scratchpad, scratch.back().data_ptr()));
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e.scratchpad, scratch.emplace_back()));
   }
   e.prim.execute(s, args);
   std::size_t k = 0;

@@ -46,6 +46,13 @@ dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr) {
   return dnnl::memory(md, cpu_engine(), const_cast<void*>(ptr));
 }
 
+dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder) {
+  constexpr std::uintptr_t kPage = 4096;
+  holder = empty({static_cast<int64_t>(md.get_size() + kPage)}, kUInt8);
+  const auto addr = reinterpret_cast<std::uintptr_t>(holder.data_ptr());
+  return make_memory(md, reinterpret_cast<void*>((addr + kPage - 1) & ~(kPage - 1)));
+}
+
 PrimitiveKey::PrimitiveKey(PrimKind kind, int threads) {
   values_.reserve(48);
   values_.push_back(static_cast<int64_t>(kind));

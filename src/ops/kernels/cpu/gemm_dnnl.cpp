@@ -186,8 +186,7 @@ void gemm_dnnl(const GemmArgs& g) {
     args.emplace(DNNL_ARG_BIAS, make_memory(entry->bias, g.bias.data_ptr()));
   Tensor scratch;
   if (entry->scratchpad.get_size() > 0) {
-    scratch = empty({static_cast<int64_t>(entry->scratchpad.get_size())}, kUInt8);
-    args.emplace(DNNL_ARG_SCRATCHPAD, make_memory(entry->scratchpad, scratch.data_ptr()));
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(entry->scratchpad, scratch));
   }
   dnnl::stream& s = cpu_stream();
   entry->prim.execute(s, args);
