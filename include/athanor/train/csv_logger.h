@@ -2,11 +2,12 @@
 // plus every metric key seen, sorted; a row per log_metrics call, empty cells for keys a call did
 // not log) and hparams.yaml next to it.
 //
-//   auto logger = std::make_shared<train::CSVLogger>("runs", train::CSVLoggerOptions{.name =
-//   "mlp"}); logger->log_hyperparams({{"lr", 0.1}, {"batch_size", 64}});   //
-//   runs/mlp/version_0/hparams.yaml logger->log_metrics({{"train_loss", 0.41}}, 50);
-//   logger->save();                                                //
-//   runs/mlp/version_0/metrics.csv
+//   train::CSVLoggerOptions options;
+//   options.name = "mlp";
+//   auto logger = std::make_shared<train::CSVLogger>("runs", options);
+//   logger->log_hyperparams({{"lr", 0.1}, {"batch_size", 64}});  // runs/mlp/version_0/hparams.yaml
+//   logger->log_metrics({{"train_loss", 0.41}}, 50);
+//   logger->save();                                               // .../version_0/metrics.csv
 //
 // Rows are buffered and written by save() (and every flush_logs_every_n_steps-th step, as
 // Lightning). When a key appears after the header was written, the whole file is rewritten with

@@ -1,11 +1,15 @@
 // index_select and index_add.
 // Memory contract:
 //   index_select: reads index once (range-checked first), then each selected x element once per
-//     output element; writes every output element once. Parallel over output elements.
+//     output element; writes every output element once. Parallel over output elements; when
+//     both are contiguous, over slabs (the elements after `dim`), each one memcpy.
 //   index_add: writes out = self (strided copy), then for each position outside `dim` adds the
 //     source slices in index order, so duplicate indices accumulate in a fixed order. Parallel
 //     only across positions outside `dim`, which no two indices share: no races, and the sums
 //     do not depend on the thread count.
+#include <algorithm>
+#include <cstring>
+
 #include "athanor/ops/indexing.h"
 #include "index_util.h"
 #include "pointwise_loop.h"
@@ -24,6 +28,27 @@ void index_select_kernel(TensorSpan in, std::span<Tensor> out, const DimAttrs& a
   Shape os = geometry(o).shape;
   const T* xp = static_cast<const T*>(x.data_ptr());
   T* op = static_cast<T*>(o.data_ptr());
+  if (x.is_contiguous() && o.is_contiguous()) {
+    // Dense case (a batch gathered from a dataset): each selected index is a contiguous slab of
+    // `inner` elements, copied whole. The element loop below spent 9% of a W1 epoch gathering
+    // 128 uint8 images a step one byte at a time.
+    int64_t outer = 1, inner = 1;
+    for (std::size_t d = 0; d < gx.shape.size(); ++d) {
+      if (static_cast<int64_t>(d) < a.dim) outer *= gx.shape[d];
+      if (static_cast<int64_t>(d) > a.dim) inner *= gx.shape[d];
+    }
+    const int64_t n_in = gx.shape[a.dim], n_out = static_cast<int64_t>(idx.size());
+    const auto slab_bytes = static_cast<std::size_t>(inner) * sizeof(T);
+    const int64_t grain = std::max<int64_t>(1, kPointwiseGrain / std::max<int64_t>(1, inner));
+    parallel_for(0, outer * n_out, grain, [&](int64_t b, int64_t e) {
+      for (int64_t s = b; s < e; ++s) {
+        const int64_t q = s / n_out, j = s % n_out;
+        std::memcpy(op + s * inner, xp + (q * n_in + idx[static_cast<std::size_t>(j)]) * inner,
+                    slab_bytes);
+      }
+    });
+    return;
+  }
   const int64_t xs_dim = gx.strides[a.dim];
   parallel_for(0, o.numel(), kPointwiseGrain / 4, [&](int64_t b, int64_t e) {
     for_each_index(os, b, e, [&](int64_t k, const Index& i) {
