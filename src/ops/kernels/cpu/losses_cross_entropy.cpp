@@ -56,16 +56,16 @@ const bool registered = [] {
                         []<class T>() { return &base::cross_entropy_backward_kernel<T>; });
 #if ATH_LOSSES_MULTI_ISA
   if (cpu_has_avx2()) {
-    register_cpu<float, double, BFloat16, Half>(
+    register_cpu<float>(
         op_cross_entropy(), []<class T>() { return &avx2::cross_entropy_kernel<T>; }, 1);
-    register_cpu<float, double, BFloat16, Half>(
+    register_cpu<float>(
         op_cross_entropy_backward(),
         []<class T>() { return &avx2::cross_entropy_backward_kernel<T>; }, 1);
   }
   if (cpu_has_avx512()) {
-    register_cpu<float, double, BFloat16, Half>(
+    register_cpu<float>(
         op_cross_entropy(), []<class T>() { return &avx512::cross_entropy_kernel<T>; }, 2);
-    register_cpu<float, double, BFloat16, Half>(
+    register_cpu<float>(
         op_cross_entropy_backward(),
         []<class T>() { return &avx512::cross_entropy_backward_kernel<T>; }, 2);
   }
