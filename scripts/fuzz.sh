@@ -12,10 +12,8 @@ runs=${1:-200000}
 max_time=${2:-60}
 jobs=$(nproc)
 
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DATH_BUILD_FUZZ=ON \
-  -DATH_BUILD_TESTS=OFF -DATH_BUILD_BENCH=OFF -DATH_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j"$jobs"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
