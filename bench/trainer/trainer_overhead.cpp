@@ -71,26 +71,35 @@ class FashionBatches : public data::BatchSource {
   std::size_t next_ = 0;
 };
 
-class Mlp : public train::TrainingModule {
+// A classifier as a user writes one for the Trainer: the net, cross-entropy, the loss logged
+// to the progress bar, SGD.
+class Classifier : public train::TrainingModule {
  public:
-  Mlp() : TrainingModule("FashionMlp") { register_module("net", net); }
-  Tensor forward(const Tensor& x) override { return (*net)(x); }
+  Classifier(std::shared_ptr<nn::Module> net, optim::SGDOptions sgd)
+      : TrainingModule("Classifier"), net_(std::move(net)), sgd_(sgd) {
+    register_module("net", net_);
+  }
+  Tensor forward(const Tensor& x) override { return (*net_)(x); }
   Tensor training_step(const data::Batch& b, int64_t) override {
     Tensor loss = cross_entropy(forward(b[0]), b[1]);
     log("train_loss", loss, {.prog_bar = true});
     return loss;
   }
   train::OptimizerConfig configure_optimizers() override {
-    return {
-        std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9})};
+    return {std::make_shared<optim::SGD>(parameters(), sgd_)};
   }
-  std::shared_ptr<nn::Sequential> net = models::fashion_mlp();
+
+ private:
+  std::shared_ptr<nn::Module> net_;
+  optim::SGDOptions sgd_;
 };
+
+const optim::SGDOptions kW1Sgd{.lr = 0.1, .momentum = 0.9};
 
 double plain_epoch(FashionBatches& src, int64_t max_steps = -1) {
   manual_seed(0);
   auto model = models::fashion_mlp();
-  optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt(model->parameters(), kW1Sgd);
   const auto t0 = std::chrono::steady_clock::now();
   src.start_epoch(0);
   double last = 0;
@@ -110,7 +119,7 @@ double plain_epoch(FashionBatches& src, int64_t max_steps = -1) {
 double trainer_epoch(const std::shared_ptr<FashionBatches>& src, const std::string& root,
                      int64_t max_steps = -1) {
   manual_seed(0);
-  Mlp module;
+  Classifier module(models::fashion_mlp(), kW1Sgd);
   train::TrainerOptions o;
   o.max_epochs = 1;
   if (max_steps > 0) o.limit_train_batches = max_steps;
@@ -154,21 +163,6 @@ std::shared_ptr<nn::Linear> tiny_net() {
   return std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 2});
 }
 
-class Tiny : public train::TrainingModule {
- public:
-  Tiny() : TrainingModule("Tiny") { register_module("net", net); }
-  Tensor forward(const Tensor& x) override { return (*net)(x); }
-  Tensor training_step(const data::Batch& b, int64_t) override {
-    Tensor loss = cross_entropy(forward(b[0]), b[1]);
-    log("train_loss", loss, {.prog_bar = true});
-    return loss;
-  }
-  train::OptimizerConfig configure_optimizers() override {
-    return {std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1})};
-  }
-  std::shared_ptr<nn::Linear> net = tiny_net();
-};
-
 double tiny_plain(int64_t steps) {
   TinyBatches src(steps);
   auto net = tiny_net();
@@ -187,7 +181,7 @@ double tiny_plain(int64_t steps) {
 
 double tiny_trainer(int64_t steps, const std::string& root) {
   std::filesystem::remove_all(root);
-  Tiny module;
+  Classifier module(tiny_net(), optim::SGDOptions{.lr = 0.1});
   train::TrainerOptions o;
   o.max_epochs = 1;
   o.default_root_dir = root;
