@@ -1,9 +1,9 @@
 // Math the loss kernels inline, included by each ISA copy of a kernel body (see losses_isa.h):
 // no include guard, no includes (the includer provides <bit>, <cmath>, <limits>).
 //
-// Copies of nn_common.h's lane_max / lane_sum / exp_fast, with the same arithmetic
-// (so results match the baseline copy bit for bit): a template defined outside a target region
-// is instantiated for the baseline ISA and cannot inline the AVX lambdas passed to it.
+// Copies of nn_common.h's lane_max / lane_sum, with the same arithmetic (so results match the
+// baseline copy bit for bit): a template defined outside a target region is instantiated for
+// the baseline ISA and cannot inline the AVX lambdas passed to it.
 template <class Acc, class F>
 inline Acc row_sum(int64_t n, const F& f) {
   constexpr int kL = 16;
@@ -35,30 +35,10 @@ inline Acc row_max(int64_t n, const F& f) {
   return lanes[0];
 }
 
-inline float exp_f(float x) {  // exp_fast
-  constexpr float kLog2e = 1.44269504088896341f, kMagic = 12582912.0f;
-  float xc = std::min(std::max(x, -87.0f), 88.0f);
-  float t = xc * kLog2e + kMagic;
-  float k = t - kMagic;
-  float r = xc - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float e = p * r * r + r + 1.0f;
-  int32_t ki = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
-  float y = e * std::bit_cast<float>((ki + 127) << 23);
-  y = x < -87.0f ? 0.0f : y;
-  return x != x ? x : y;
-}
-
 template <class C>
 inline C exp_v(C x) {
   if constexpr (std::is_same_v<C, float>) {
-    return exp_f(x);
+    return exp_fast(x);  // exp_fast.h: always inlined, so vectorized for this copy's ISA
   } else {
     return std::exp(x);
   }

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "exp_fast.h"
+
 #define ATH_RNN_INLINE [[gnu::always_inline]] inline
 #define ATH_RNN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
 #define ATH_RNN_LAMBDA __attribute__((always_inline))
@@ -52,28 +54,7 @@ inline int64_t row_grain(int64_t hidden) {
   return std::max<int64_t>(1, 4096 / std::max<int64_t>(hidden, 1));
 }
 
-// exp_fast's body, repeated here so that it is always inlined (into the AVX-512 copies too).
-ATH_RNN_INLINE float exp_inline(float x) {
-  constexpr float kLog2e = 1.44269504088896341f, kMagic = 12582912.0f;  // 1.5 * 2^23
-  float xc = std::min(std::max(x, -87.0f), 88.0f);
-  float t = xc * kLog2e + kMagic;
-  float k = t - kMagic;
-  float r = xc - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float e = p * r * r + r + 1.0f;
-  int32_t ki = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kMagic);
-  float y = e * std::bit_cast<float>((ki + 127) << 23);
-  y = x < -87.0f ? 0.0f : y;
-  return x != x ? x : y;
-}
-
-ATH_RNN_INLINE float sigmoid(float x) { return 1.0f / (1.0f + exp_inline(-x)); }
+ATH_RNN_INLINE float sigmoid(float x) { return 1.0f / (1.0f + exp_fast(-x)); }
 ATH_RNN_INLINE double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // Eigen's rational approximation of tanh on [-7.9, 7.9] (saturated outside), odd numerator of
