@@ -10,8 +10,7 @@
 // only: the wider ones are the same source, tested in the release build.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(ATH_SANITIZE_BUILD)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(ATH_SANITIZE_BUILD)
 #define ATH_LOSSES_MULTI_ISA 1
 #else
 #define ATH_LOSSES_MULTI_ISA 0
