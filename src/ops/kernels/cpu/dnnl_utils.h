@@ -36,11 +36,10 @@ bool dnnl_supports(DType t);
 dnnl::memory::desc strided_md(const Shape& sizes, const Strides& strides, DType t);
 // A memory object over user data (no allocation, no copy).
 dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr);
-// A user-mode scratchpad for one primitive call: a block from athanor's allocator (so memory
-// stats see it) whose start is page-aligned, as oneDNN's own scratchpads are. brgemm packs
-// operand tiles there; at the allocator's 64-byte alignment the 256^3 SGEMM ran 2% slower
-// (4K-aliasing between the tiles and the operands). `holder` keeps the block alive until the
-// primitive has run. Returns an empty memory when md needs no scratchpad.
+// A user-mode scratchpad for one primitive call (call it when md.get_size() > 0): a block from
+// athanor's allocator (so memory stats see it) whose start is page-aligned, as oneDNN's own
+// scratchpads are. brgemm packs operand tiles there; at the allocator's 64-byte alignment the
+// 256^3 SGEMM ran 2-3% slower. `holder` keeps the block alive until the primitive has run.
 dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder);
 
 enum class PrimKind : int64_t { Matmul = 1, ConvFwd, ConvBwdData, ConvBwdWeights };
