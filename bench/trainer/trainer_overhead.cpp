@@ -195,8 +195,8 @@ struct Decomposition {
   double tiny_plain_step_s, tiny_trainer_step_s;
 };
 
-Decomposition decompose(FashionBatches& src, const std::shared_ptr<FashionBatches>& shared,
-                        const std::string& root, int repeats) {
+Decomposition decompose(const std::shared_ptr<FashionBatches>& src, const std::string& root,
+                        int repeats) {
   constexpr int64_t kShort = 500, kLong = 2500;
   std::vector<double> tp_short, tp_long, tt_short, tt_long, fixed;
   for (int r = 0; r < repeats; ++r) {
@@ -205,8 +205,8 @@ Decomposition decompose(FashionBatches& src, const std::shared_ptr<FashionBatche
     tp_long.push_back(tiny_plain(kLong));
     tt_long.push_back(tiny_trainer(kLong, root));
     std::filesystem::remove_all(root);
-    const double t1 = trainer_epoch(shared, root, 1);
-    const double p1 = plain_epoch(src, 1);
+    const double t1 = trainer_epoch(src, root, 1);
+    const double p1 = plain_epoch(*src, 1);
     fixed.push_back(t1 - p1);
   }
   const double slope_t = (median(tt_long) - median(tt_short)) / (kLong - kShort);
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
       "\"ratio\": %.4f, \"median_pair_ratio\": %.4f, \"repeats\": %d, "
       "\"threads\": %d}\n",
       p, t, t / p, median(pair_ratios), repeats, threads);
-  const Decomposition d = decompose(*src, src, root, repeats);
+  const Decomposition d = decompose(src, root, repeats);
   std::filesystem::remove_all(root);
   const double steps = static_cast<double>(src->num_batches());
   std::printf(
