@@ -96,24 +96,29 @@ class Classifier : public train::TrainingModule {
 
 const optim::SGDOptions kW1Sgd{.lr = 0.1, .momentum = 0.9};
 
-double plain_epoch(FashionBatches& src, int64_t max_steps = -1) {
-  manual_seed(0);
-  auto model = models::fashion_mlp();
-  optim::SGD opt(model->parameters(), kW1Sgd);
+// The plain training loop (issue 3's): zero_grad, forward, cross-entropy, backward, step, and
+// the loss read back each step, over up to max_steps batches of src (-1: all). Returns seconds.
+double plain_loop(data::BatchSource& src, nn::Module& model, optim::SGDOptions sgd,
+                  int64_t max_steps = -1) {
+  optim::SGD opt(model.parameters(), sgd);
   const auto t0 = std::chrono::steady_clock::now();
   src.start_epoch(0);
-  double last = 0;
   for (int64_t step = 0; step != max_steps; ++step) {
     auto b = src.next();
     if (!b) break;
     opt.zero_grad();
-    Tensor loss = cross_entropy((*model)((*b)[0]), (*b)[1]);
+    Tensor loss = cross_entropy(model((*b)[0]), (*b)[1]);
     loss.backward();
     opt.step();
-    last = loss.item<double>();
+    (void)loss.item<double>();
   }
-  (void)last;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double plain_epoch(FashionBatches& src, int64_t max_steps = -1) {
+  manual_seed(0);
+  auto model = models::fashion_mlp();
+  return plain_loop(src, *model, kW1Sgd, max_steps);
 }
 
 double trainer_epoch(const std::shared_ptr<FashionBatches>& src, const std::string& root,
@@ -166,17 +171,7 @@ std::shared_ptr<nn::Linear> tiny_net() {
 double tiny_plain(int64_t steps) {
   TinyBatches src(steps);
   auto net = tiny_net();
-  optim::SGD opt(net->parameters(), optim::SGDOptions{.lr = 0.1});
-  const auto t0 = std::chrono::steady_clock::now();
-  src.start_epoch(0);
-  while (auto b = src.next()) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy((*net)((*b)[0]), (*b)[1]);
-    loss.backward();
-    opt.step();
-    (void)loss.item<double>();
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return plain_loop(src, *net, optim::SGDOptions{.lr = 0.1});
 }
 
 double tiny_trainer(int64_t steps, const std::string& root) {

@@ -320,12 +320,6 @@ TEST(TrainerLoop, TestAndPredict) {
   EXPECT_EQ(preds[0].shape(), (Shape{8, 1}));
 }
 
-}  // namespace
-}  // namespace ath::train
-
-namespace ath::train {
-namespace {
-
 // A callback that asks to stop after every batch: min_epochs / min_steps hold training back.
 struct StopAlways : Callback {
   std::string state_key() const override { return "StopAlways"; }
@@ -333,21 +327,21 @@ struct StopAlways : Callback {
 };
 
 TEST(TrainerLoop, StopRequestsWaitForMinStepsAndMinEpochs) {
-  testing::Regressor m;
-  TrainerOptions o = testing::quiet_options();
+  Regressor m;
+  TrainerOptions o = quiet_options();
   o.max_epochs = 50;
   o.min_steps = 5;
   o.callbacks = {std::make_shared<StopAlways>()};
   Trainer t(o);
-  t.fit(m, testing::regression_source(2));
+  t.fit(m, regression_source(2));
   EXPECT_EQ(t.global_step(), 5);
-  TrainerOptions o2 = testing::quiet_options();
+  TrainerOptions o2 = quiet_options();
   o2.max_epochs = 50;
   o2.min_epochs = 3;
   o2.callbacks = {std::make_shared<StopAlways>()};
   Trainer t2(o2);
-  testing::Regressor m2;
-  t2.fit(m2, testing::regression_source(2));
+  Regressor m2;
+  t2.fit(m2, regression_source(2));
   EXPECT_EQ(t2.global_step(), 5);  // epochs 1 and 2 whole, then the first batch of epoch 3
 }
 
