@@ -1,25 +1,9 @@
 #include "update_loop.h"
 
-#include <atomic>
-
 #include "athanor/ops/creation.h"
 #include "athanor/tensor/grad_mode.h"
 
 namespace ath::optim::detail {
-
-namespace {
-std::atomic<bool> g_force_baseline{false};
-}
-
-bool cpu_has_avx2_fma() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has && !g_force_baseline.load(std::memory_order_relaxed);
-}
-
-void force_baseline_isa(bool on) { g_force_baseline.store(on, std::memory_order_relaxed); }
 
 void UpdateTarget::finish() {
   if (copy_back) {

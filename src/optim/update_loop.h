@@ -7,7 +7,7 @@
 // PyTorch's CPU kernels (AVX2 here) compute `add(x, alpha)` and `addcmul` with fused
 // multiply-adds; kernels call std::fma at the same places so float32 trajectories match
 // bit for bit. Every loop is compiled twice: with AVX2+FMA instructions (vectorized, chosen
-// when the CPU has them) and for the baseline ISA, where std::fma is libm's exact fma (slower,
+// when ath::cpu_isa() allows) and for the baseline ISA, where std::fma is libm's exact fma (slower,
 // same results).
 #pragma once
 
@@ -16,6 +16,7 @@
 #include <optional>
 #include <string_view>
 
+#include "athanor/core/cpu_isa.h"
 #include "athanor/core/parallel.h"
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
@@ -23,11 +24,6 @@
 namespace ath::optim::detail {
 
 inline constexpr int64_t kUpdateGrain = 16384;
-
-// Whether the AVX2+FMA loops run (false on older CPUs, or while a test forces the baseline).
-bool cpu_has_avx2_fma();
-// Tests force the baseline-ISA loops to check they give the same bits.
-void force_baseline_isa(bool on);
 
 template <class K, class T, bool... F>
 __attribute__((target("avx2,fma"))) void run_fma(const typename K::template Args<T>& a,
@@ -42,7 +38,7 @@ void run_plain(const typename K::template Args<T>& a, int64_t begin, int64_t end
 
 template <class K, class T, bool... F>
 void launch(const typename K::template Args<T>& a, int64_t n) {
-  const bool fma = cpu_has_avx2_fma();
+  const bool fma = cpu_isa() >= CpuIsa::Avx2;  // AVX2 and AVX-512 hosts, unless capped
   parallel_for(0, n, kUpdateGrain, [&](int64_t begin, int64_t end) {
     if (fma)
       run_fma<K, T, F...>(a, begin, end);

@@ -6,19 +6,23 @@
 #include <numbers>
 
 #include "gelu_math.h"
-#include "simd_clones.h"
+#include "isa_dispatch.h"
 #include "unary_kernel.h"
 
 namespace ath::kernels {
 namespace {
 
-// Dense float32 GELU loops, compiled per SIMD level (simd_clones.h).
-ATH_SIMD_CLONES void gelu_f32(const float* x, float* y, int64_t n) {
+// Dense float32 GELU loops, compiled per ISA (isa_dispatch.h).
+ATH_ISA_BODY void gelu_f32_body(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf_fast(x[i]);
 }
-ATH_SIMD_CLONES void gelu_backward_f32(const float* g, const float* x, float* y, int64_t n) {
+ATH_ISA_DISPATCH(gelu_f32, (const float* x, float* y, int64_t n), (x, y, n))
+
+ATH_ISA_BODY void gelu_backward_f32_body(const float* g, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = g[i] * (normal_cdf_fast(x[i]) + x[i] * normal_pdf(x[i]));
 }
+ATH_ISA_DISPATCH(gelu_backward_f32, (const float* g, const float* x, float* y, int64_t n),
+                 (g, x, y, n))
 
 // Runs fn(begin, end) over a float32 op whose operands are all dense and of out's size (the
 // common case); false otherwise, for the general loop.

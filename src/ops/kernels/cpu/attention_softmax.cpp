@@ -6,14 +6,14 @@
 // min(i + 1, S) entries of a row are read; the rest of the output row is written as 0, so the
 // masked half of a causal score matrix costs one store per element and no exp. One thread owns
 // a row and sums it in a fixed order (lane_sum), so results do not depend on the thread count.
-// float32 rows run in SIMD-cloned loops (simd_clones.h); 16-bit floats compute in float.
+// float32 rows run in loops compiled per ISA (isa_dispatch.h); 16-bit floats compute in float.
 #include <vector>
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/attention.h"
+#include "isa_dispatch.h"
 #include "nn_common.h"
 #include "register.h"
-#include "simd_clones.h"
 
 namespace ath::kernels {
 namespace {
@@ -46,9 +46,9 @@ void for_rows(const Rows& r, bool causal, const Fn& fn) {
   });
 }
 
-// Rows [r0, r1) of the float32 forward and backward, compiled per SIMD level (simd_clones.h).
-ATH_SIMD_CLONES void softmax_rows_f32(const float* xp, float* yp, int64_t r0, int64_t r1, Rows r,
-                                      bool causal, float scale) {
+// Rows [r0, r1) of the float32 forward and backward, compiled per ISA (isa_dispatch.h).
+ATH_ISA_BODY void softmax_rows_f32_body(const float* xp, float* yp, int64_t r0, int64_t r1, Rows r,
+                                        bool causal, float scale) {
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = causal ? std::min(row % r.l + 1, r.len) : r.len;
     const float* xr = xp + row * r.len;
@@ -62,9 +62,14 @@ ATH_SIMD_CLONES void softmax_rows_f32(const float* xp, float* yp, int64_t r0, in
   }
 }
 
-ATH_SIMD_CLONES void softmax_backward_rows_f32(const float* gp, const float* yp, float* op,
-                                               int64_t r0, int64_t r1, Rows r, bool causal,
-                                               float scale) {
+ATH_ISA_DISPATCH(softmax_rows_f32,
+                 (const float* xp, float* yp, int64_t r0, int64_t r1, Rows r, bool causal,
+                  float scale),
+                 (xp, yp, r0, r1, r, causal, scale))
+
+ATH_ISA_BODY void softmax_backward_rows_f32_body(const float* gp, const float* yp, float* op,
+                                                 int64_t r0, int64_t r1, Rows r, bool causal,
+                                                 float scale) {
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = causal ? std::min(row % r.l + 1, r.len) : r.len;
     const float *gr = gp + row * r.len, *yr = yp + row * r.len;
@@ -74,6 +79,10 @@ ATH_SIMD_CLONES void softmax_backward_rows_f32(const float* gp, const float* yp,
     for (int64_t j = n; j < r.len; ++j) orow[j] = 0.0f;
   }
 }
+ATH_ISA_DISPATCH(softmax_backward_rows_f32,
+                 (const float* gp, const float* yp, float* op, int64_t r0, int64_t r1, Rows r,
+                  bool causal, float scale),
+                 (gp, yp, op, r0, r1, r, causal, scale))
 
 template <class T>
 void attention_softmax_kernel(TensorSpan in, std::span<Tensor> out,

@@ -3,7 +3,7 @@
 // above 88 saturate near FLT_MAX (softmax only feeds it values <= 0); NaN stays NaN.
 //
 // Always inlined, so the kernels compiled for AVX2/AVX-512 (the loss kernels' ISA copies, the
-// RNN cells' AVX-512 row loop, ATH_SIMD_CLONES functions) get it vectorized for their own ISA:
+// RNN cells' AVX-512 row loop, ATH_ISA_DISPATCH copies) get it vectorized for their own ISA:
 // a baseline function may be inlined into a wider-ISA one, never called as a vector.
 #pragma once
 

@@ -49,26 +49,27 @@ namespace avx512 {
 #endif
 
 const bool registered = [] {
-  // Baseline first; wider ISAs register above it where the CPU (and OS) support them.
+  // Baseline for every dtype; float32 above it, picking its ISA copy per call.
   register_cpu_floating(op_cross_entropy(),
                         []<class T>() { return &base::cross_entropy_kernel<T>; });
   register_cpu_floating(op_cross_entropy_backward(),
                         []<class T>() { return &base::cross_entropy_backward_kernel<T>; });
 #if ATH_LOSSES_MULTI_ISA
-  if (cpu_has_avx2()) {
-    register_cpu<float>(
-        op_cross_entropy(), []<class T>() { return &avx2::cross_entropy_kernel<T>; }, 1);
-    register_cpu<float>(
-        op_cross_entropy_backward(),
-        []<class T>() { return &avx2::cross_entropy_backward_kernel<T>; }, 1);
-  }
-  if (cpu_has_avx512()) {
-    register_cpu<float>(
-        op_cross_entropy(), []<class T>() { return &avx512::cross_entropy_kernel<T>; }, 2);
-    register_cpu<float>(
-        op_cross_entropy_backward(),
-        []<class T>() { return &avx512::cross_entropy_backward_kernel<T>; }, 2);
-  }
+  register_cpu<float>(
+      op_cross_entropy(),
+      []<class T>() {
+        return &pick_isa<&base::cross_entropy_kernel<T>, &avx2::cross_entropy_kernel<T>,
+                         &avx512::cross_entropy_kernel<T>, CrossEntropyAttrs>;
+      },
+      1);
+  register_cpu<float>(
+      op_cross_entropy_backward(),
+      []<class T>() {
+        return &pick_isa<&base::cross_entropy_backward_kernel<T>,
+                         &avx2::cross_entropy_backward_kernel<T>,
+                         &avx512::cross_entropy_backward_kernel<T>, CrossEntropyAttrs>;
+      },
+      1);
 #endif
   return true;
 }();

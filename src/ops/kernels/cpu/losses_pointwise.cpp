@@ -108,18 +108,20 @@ void register_loss(const Op<PointwiseLossAttrs>& fwd, const Op<PointwiseLossAttr
   register_cpu_floating(fwd, []<class T>() { return &base::loss_kernel<T, K>; });
   register_cpu_floating(bwd, []<class T>() { return &base::loss_backward_kernel<T, K>; });
 #if ATH_LOSSES_MULTI_ISA
-  if (cpu_has_avx2()) {
-    register_cpu<float>(
-        fwd, []<class T>() { return &avx2::loss_kernel<T, K>; }, 1);
-    register_cpu<float>(
-        bwd, []<class T>() { return &avx2::loss_backward_kernel<T, K>; }, 1);
-  }
-  if (cpu_has_avx512()) {
-    register_cpu<float>(
-        fwd, []<class T>() { return &avx512::loss_kernel<T, K>; }, 2);
-    register_cpu<float>(
-        bwd, []<class T>() { return &avx512::loss_backward_kernel<T, K>; }, 2);
-  }
+  register_cpu<float>(
+      fwd,
+      []<class T>() {
+        return &pick_isa<&base::loss_kernel<T, K>, &avx2::loss_kernel<T, K>,
+                         &avx512::loss_kernel<T, K>, PointwiseLossAttrs>;
+      },
+      1);
+  register_cpu<float>(
+      bwd,
+      []<class T>() {
+        return &pick_isa<&base::loss_backward_kernel<T, K>, &avx2::loss_backward_kernel<T, K>,
+                         &avx512::loss_backward_kernel<T, K>, PointwiseLossAttrs>;
+      },
+      1);
 #endif
 }
 

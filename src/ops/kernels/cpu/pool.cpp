@@ -10,8 +10,8 @@
 #include "athanor/core/parallel.h"
 #include "athanor/ops/conv.h"
 #include "athanor/tensor/grad_mode.h"
+#include "isa_dispatch.h"
 #include "register.h"
-#include "simd_clones.h"
 
 namespace ath::kernels {
 
@@ -77,10 +77,14 @@ __attribute__((always_inline)) inline void max_pool_2x2_plane(const T* __restric
 // float32, the training case, compiled for AVX-512/AVX2 too: the selects above vectorize there
 // (with baseline SSE2 GCC keeps them scalar, and the data-dependent branches mispredicted on
 // every other element: 15% of W2's step).
-ATH_SIMD_CLONES void max_pool_2x2_plane_f32(const float* xs, float* ys, int64_t* is, int64_t in_w,
-                                            int64_t out_h, int64_t out_w) {
+ATH_ISA_BODY void max_pool_2x2_plane_f32_body(const float* xs, float* ys, int64_t* is, int64_t in_w,
+                                              int64_t out_h, int64_t out_w) {
   max_pool_2x2_plane<float, float>(xs, ys, is, in_w, out_h, out_w);
 }
+ATH_ISA_DISPATCH(max_pool_2x2_plane_f32,
+                 (const float* xs, float* ys, int64_t* is, int64_t in_w, int64_t out_h,
+                  int64_t out_w),
+                 (xs, ys, is, in_w, out_h, out_w))
 
 template <class T>
 void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs& a) {

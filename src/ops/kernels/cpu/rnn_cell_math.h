@@ -8,10 +8,11 @@
 // function for tanh: within 4e-7 absolute of tanh, a few ulp); double uses libm.
 //
 // The library is built for baseline x86-64 (SSE2: 4 floats a vector). for_rows() runs a row
-// loop through a copy compiled for AVX-512 (16 floats) when the CPU has it: the row functions
-// and the caller's lambda are always inlined into that copy, so all of it is vectorized for
-// the wider ISA. Both copies do the same IEEE operations in the same order (no FMA
-// contraction: -std=c++20 keeps -ffp-contract=off), so results are bitwise identical.
+// loop through a copy compiled for AVX-512 (16 floats) or AVX2 (8 floats), as ath::cpu_isa()
+// allows: the row functions and the caller's lambda are always inlined into that copy, so all
+// of it is vectorized for the wider ISA. Every copy does the same IEEE operations in the same
+// order (no FMA contraction: the kernels build with -ffp-contract=off), so results are bitwise
+// identical.
 #pragma once
 
 #include <algorithm>
@@ -20,32 +21,34 @@
 #include <cstdint>
 
 #include "exp_fast.h"
+#include "isa_dispatch.h"
 
 #define ATH_RNN_INLINE [[gnu::always_inline]] inline
-#define ATH_RNN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
 #define ATH_RNN_LAMBDA __attribute__((always_inline))
 
 namespace ath::kernels::rnn {
 
-inline bool has_avx512() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return ok;
-}
-
+#if ATH_ISA_MULTI
 template <class F>
-ATH_RNN_AVX512 void for_rows_avx512(int64_t b0, int64_t b1, const F& f) {
+ATH_ISA_TARGET_AVX512 void for_rows_avx512(int64_t b0, int64_t b1, const F& f) {
   for (int64_t b = b0; b < b1; ++b) f(b);
 }
+template <class F>
+ATH_ISA_TARGET_AVX2 void for_rows_avx2(int64_t b0, int64_t b1, const F& f) {
+  for (int64_t b = b0; b < b1; ++b) f(b);
+}
+#endif
 
-// f(b) for every row b in [b0, b1); f must be declared ATH_RNN_INLINE (see the file comment).
+// f(b) for every row b in [b0, b1); f must be declared ATH_RNN_LAMBDA and call only
+// ATH_RNN_INLINE functions (see the file comment).
 template <class F>
 void for_rows(int64_t b0, int64_t b1, const F& f) {
-  if (has_avx512()) {
-    for_rows_avx512(b0, b1, f);
-  } else {
-    for (int64_t b = b0; b < b1; ++b) f(b);
-  }
+#if ATH_ISA_MULTI
+  const CpuIsa isa = cpu_isa();
+  if (isa >= CpuIsa::Avx512) return for_rows_avx512(b0, b1, f);
+  if (isa >= CpuIsa::Avx2) return for_rows_avx2(b0, b1, f);
+#endif
+  for (int64_t b = b0; b < b1; ++b) f(b);
 }
 
 // Rows of hidden units per parallel chunk: a cell costs tens of flops (an exp per gate), so
