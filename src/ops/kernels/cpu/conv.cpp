@@ -7,13 +7,14 @@
 #include "athanor/ops/copy.h"
 #include "athanor/tensor/grad_mode.h"
 #include "conv_kernels.h"
+#include "dnnl_utils.h"
 #include "register.h"
 
 namespace ath::kernels {
 
 namespace {
 
-bool is_dnnl_type(DType t) { return t == kFloat32 || t == kBFloat16; }
+bool is_dnnl_type(DType t) { return dnnl_supports(t); }
 
 void add_channel_bias(const Tensor& out, const Tensor& bias) {
   const int64_t n = out.shape()[0], c = out.shape()[1], plane = out.shape()[2] * out.shape()[3];

@@ -7,13 +7,35 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "athanor/core/cpu_isa.h"
 #include "athanor/core/parallel.h"
 #include "athanor/ops/linalg.h"
 
 namespace ath::kernels {
 
+namespace {
+
+// oneDNN fixes its ISA at its first JIT, so athanor's cap (cpu_isa.h) is handed to it once,
+// before the engine exists. An ONEDNN_MAX_CPU_ISA set by the user makes oneDNN refuse the call;
+// its own cap then stands.
+void cap_onednn_isa() {
+  if (cpu_isa() == detected_cpu_isa()) return;
+  static constexpr dnnl::cpu_isa kOneDnn[] = {dnnl::cpu_isa::sse41, dnnl::cpu_isa::avx2,
+                                              dnnl::cpu_isa::avx512_core,
+                                              dnnl::cpu_isa::avx512_core_bf16};
+  try {
+    dnnl::set_max_cpu_isa(kOneDnn[static_cast<int>(cpu_isa())]);
+  } catch (const dnnl::error&) {
+  }
+}
+
+}  // namespace
+
 dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = [] {
+    cap_onednn_isa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
@@ -22,7 +44,24 @@ dnnl::stream& cpu_stream() {
   return stream;
 }
 
-bool dnnl_supports(DType t) { return t == kFloat32 || t == kBFloat16; }
+// oneDNN 2.6 has bfloat16 matmul and convolution kernels from AVX-512 up only (native with
+// AVX512-BF16, emulated without); on AVX2 it creates no primitive at all. One small matmul
+// tells, and its answer holds for the process (oneDNN's ISA is fixed at its first JIT).
+bool onednn_has_bf16() {
+  static const bool has = [] {
+    const dnnl::memory::desc md({16, 16}, dnnl::memory::data_type::bf16,
+                                dnnl::memory::format_tag::ab);
+    try {
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+bool dnnl_supports(DType t) { return t == kFloat32 || (t == kBFloat16 && onednn_has_bf16()); }
 
 dnnl::memory::data_type dnnl_type(DType t) {
   switch (t) {

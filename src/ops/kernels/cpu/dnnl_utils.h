@@ -24,12 +24,15 @@
 
 namespace ath::kernels {
 
+// The engine; its first use hands athanor's ISA cap (cpu_isa.h) to oneDNN.
 dnnl::engine& cpu_engine();
 // One stream per thread (streams are cheap; a primitive may run from any thread).
 dnnl::stream& cpu_stream();
 
 // float32 -> f32, bfloat16 -> bf16; anything else throws NotImplementedError.
 dnnl::memory::data_type dnnl_type(DType t);
+// Whether oneDNN has matmul/convolution kernels for t on this host (bfloat16 needs AVX-512;
+// callers compute in float32 and round once where it has none).
 bool dnnl_supports(DType t);
 
 // A descriptor with explicit strides (in elements), so views need no copy.

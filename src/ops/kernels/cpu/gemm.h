@@ -20,8 +20,8 @@ struct GemmArgs {
   double alpha = 1, beta = 1;
 };
 
-// Dispatches on c's dtype: float32/bfloat16 to oneDNN, float64 to the blocked kernel,
-// float16 through float32.
+// Dispatches on c's dtype: float32 (and bfloat16 where oneDNN has kernels for it) to oneDNN,
+// float64 to the blocked kernel, float16 (and bfloat16 elsewhere) through float32.
 void gemm(const GemmArgs& g);
 
 // The oneDNN path (float32, bfloat16).

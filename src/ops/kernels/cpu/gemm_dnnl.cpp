@@ -9,12 +9,21 @@
 // kernel. With row-major left operands brgemm splits only M and N across threads, so every
 // output element sums over K in one fixed order. Primitives are cached (dnnl_utils.h).
 //
+// Where oneDNN has no brgemm kernel (AVX2 hosts, where it picks gemm:jit; odd layouts) its
+// GEMM splits K across threads whenever M and N are small next to K, and the sums then depend
+// on the thread count. There the output is cut into blocks of rows (or of columns, for a wide
+// output) whose size follows from the shape alone, and each block is one single-threaded
+// oneDNN call; the blocks run in parallel. Every element is then summed in the same order
+// whatever the thread count (see fixed_split()).
+//
 // Bias: with alpha == beta == 1 it is oneDNN's bias argument (fused, no extra pass);
 // otherwise c is prefilled with the broadcast bias and the primitive computes
 // alpha * a @ b + beta * c through an output scale and a sum post-op.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
+#include "athanor/core/parallel.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/tensor/grad_mode.h"
@@ -84,12 +93,46 @@ Layout bias_layout(const Tensor& bias, const Shape& c_shape) {
 
 enum class BiasMode : int64_t { None, Fused, Prefilled };
 
+// The fixed partition of the output for the non-brgemm path: along rows (dim nd-2) or, when
+// the output is wider than tall, columns (nd-1), into `count` blocks of `block` (the last may be
+// shorter). Everything here follows from the shape, never from the thread count. Blocks carry
+// at least kBlockWork multiply-adds (a block is a oneDNN call, ~2 us of overhead, and packs its
+// own copy of the other operand), and there are at most kMaxBlocks (enough for 8 threads).
+struct Split {
+  std::size_t dim = 0;
+  int64_t block = 0, count = 0;
+};
+constexpr double kBlockWork = 1 << 20;
+constexpr int64_t kMaxBlocks = 8;
+
+Split fixed_split(const Shape& cs, int64_t k) {
+  const std::size_t nd = cs.size();
+  const std::size_t dim = cs[nd - 2] >= cs[nd - 1] ? nd - 2 : nd - 1;
+  const int64_t extent = cs[dim];
+  const double work = static_cast<double>(numel(cs)) * static_cast<double>(k);
+  int64_t count = std::clamp<int64_t>(static_cast<int64_t>(work / kBlockWork), 1, kMaxBlocks);
+  int64_t block = (extent + count - 1) / count;
+  block = std::min(extent, (block + 7) / 8 * 8);  // whole vectors of rows/columns per block
+  count = (extent + block - 1) / block;
+  return {dim, block, count};
+}
+
+struct MatmulEntry;
+
+// A non-brgemm product as fixed blocks: single-threaded primitives for a full block and the
+// last one, which take a bias by a prefilled output (mode None or Prefilled).
+struct Blocks {
+  Split split;
+  std::shared_ptr<const MatmulEntry> full, tail;
+};
+
 struct MatmulEntry : CachedPrimitive {
   dnnl::matmul prim;
   dnnl::memory::desc a, b, c, bias;
   dnnl::memory::desc scratchpad;   // user-managed: allocated per call from athanor's allocator
   BiasMode mode = BiasMode::None;  // how this primitive takes the bias (see the file comment)
   bool brgemm = false;             // oneDNN's fast kernel (else ref or gemm:jit, see gemm_dnnl)
+  std::optional<Blocks> blocks;    // set when !brgemm: how gemm_dnnl runs it
 };
 
 void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double alpha, double beta) {
@@ -119,6 +162,45 @@ void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double al
   }
 }
 
+// One primitive for a @ b -> c (c_shape with c_strides: contiguous, or one block of a larger
+// output).
+std::shared_ptr<MatmulEntry> make_entry(DType t, const Layout& a, const Layout& b,
+                                        const Shape& c_shape, const Strides& c_strides,
+                                        const Layout* bias, BiasMode mode, double alpha,
+                                        double beta) {
+  auto e = std::make_shared<MatmulEntry>();
+  e->a = strided_md(a.sizes, a.strides, t);
+  e->b = strided_md(b.sizes, b.strides, t);
+  e->c = strided_md(c_shape, c_strides, t);
+  build(*e, t, mode, bias, alpha, beta);
+  // oneDNN's fast kernels take a per-column bias only; for others a prefilled output and a
+  // sum post-op beat its reference kernel by orders of magnitude.
+  if (!e->brgemm && mode == BiasMode::Fused) build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0);
+  return e;
+}
+
+Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, BiasMode mode,
+                   double alpha, double beta) {
+  const std::size_t nd = cs.size();
+  Blocks blocks{.split = fixed_split(cs, a.sizes[nd - 1])};
+  const Split& split = blocks.split;
+  const BiasMode block_mode = mode == BiasMode::None ? BiasMode::None : BiasMode::Prefilled;
+  const double block_beta = mode == BiasMode::Fused ? 1.0 : beta;
+  SingleThreadBuild one_thread;
+  auto entry_for = [&](int64_t extent) {
+    Layout sa = a, sb = b;
+    Shape sc = cs;
+    sc[split.dim] = extent;
+    (split.dim == nd - 2 ? sa.sizes[nd - 2] : sb.sizes[nd - 1]) = extent;
+    return make_entry(t, sa, sb, sc, contiguous_strides(cs), nullptr, block_mode, alpha,
+                      block_beta);
+  };
+  blocks.full = entry_for(split.block);
+  const int64_t tail = cs[split.dim] - (split.count - 1) * split.block;
+  blocks.tail = tail == split.block ? blocks.full : entry_for(tail);
+  return blocks;
+}
+
 std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const Layout& b,
                                                  const Shape& c_shape, const Layout* bias,
                                                  BiasMode mode, double alpha, double beta) {
@@ -127,15 +209,50 @@ std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const
   key.add(static_cast<int64_t>(mode)).add(alpha).add(beta);
   if (bias != nullptr) key.add(bias->sizes).add(bias->strides);
   return cached_primitive<MatmulEntry>(key, [&] {
-    auto e = std::make_shared<MatmulEntry>();
-    e->a = strided_md(a.sizes, a.strides, t);
-    e->b = strided_md(b.sizes, b.strides, t);
-    e->c = strided_md(c_shape, contiguous_strides(c_shape), t);
-    build(*e, t, mode, bias, alpha, beta);
-    // oneDNN's fast kernels take a per-column bias only; for others a prefilled output and a
-    // sum post-op beat its reference kernel by orders of magnitude.
-    if (!e->brgemm && mode == BiasMode::Fused) build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0);
+    auto e = make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta);
+    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta);
     return e;
+  });
+}
+
+// Runs one primitive on a, b, c (and a fused bias).
+void execute(const MatmulEntry& e, const void* a, const void* b, void* c, const void* bias) {
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, make_memory(e.a, a)},
+                                             {DNNL_ARG_WEIGHTS, make_memory(e.b, b)},
+                                             {DNNL_ARG_DST, make_memory(e.c, c)}};
+  if (e.mode == BiasMode::Fused) args.emplace(DNNL_ARG_BIAS, make_memory(e.bias, bias));
+  Tensor scratch;
+  if (e.scratchpad.get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e.scratchpad, scratch));
+  }
+  dnnl::stream& s = cpu_stream();
+  e.prim.execute(s, args);
+  s.wait();
+}
+
+// c = alpha * a @ b (+ beta * bias) as the entry's fixed blocks of single-threaded oneDNN
+// calls, run in parallel (see the file comment); la, lb are a's and b's layouts.
+void run_blocks(const Blocks& blocks, const GemmArgs& g, const Tensor& a, const Tensor& b,
+                const Layout& la, const Layout& lb) {
+  const std::size_t nd = g.c.shape().size();
+  const Split& split = blocks.split;
+  if (blocks.full->mode == BiasMode::Prefilled) Tensor(g.c).copy_(g.bias);
+  const bool rows = split.dim == nd - 2;
+  const int64_t a_step = rows ? la.strides[nd - 2] : 0, b_step = rows ? 0 : lb.strides[nd - 1];
+  const int64_t c_step = rows ? g.c.shape()[nd - 1] : 1;
+  const std::size_t esize = g.c.element_size();
+  const auto* ap = static_cast<const char*>(a.data_ptr());
+  const auto* bp = static_cast<const char*>(b.data_ptr());
+  auto* cp = static_cast<char*>(g.c.data_ptr());
+  parallel_for(0, split.count, 1, [&](int64_t begin, int64_t end) {
+    SingleThreadBuild one_thread;  // oneDNN reads the thread count at run time too
+    for (int64_t i = begin; i < end; ++i) {
+      const auto off = static_cast<std::size_t>(i * split.block);
+      const MatmulEntry& e = i + 1 == split.count ? *blocks.tail : *blocks.full;
+      execute(e, ap + off * static_cast<std::size_t>(a_step) * esize,
+              bp + off * static_cast<std::size_t>(b_step) * esize,
+              cp + off * static_cast<std::size_t>(c_step) * esize, nullptr);
+    }
   });
 }
 
@@ -177,20 +294,10 @@ void gemm_dnnl(const GemmArgs& g) {
     gemm_dnnl(dense);
     return;
   }
+  if (entry->blocks) return run_blocks(*entry->blocks, g, a, b, *la, *lb);
   if (entry->mode == BiasMode::Prefilled) Tensor(g.c).copy_(g.bias);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, make_memory(entry->a, a.data_ptr())},
-      {DNNL_ARG_WEIGHTS, make_memory(entry->b, b.data_ptr())},
-      {DNNL_ARG_DST, make_memory(entry->c, g.c.data_ptr())}};
-  if (entry->mode == BiasMode::Fused)
-    args.emplace(DNNL_ARG_BIAS, make_memory(entry->bias, g.bias.data_ptr()));
-  Tensor scratch;
-  if (entry->scratchpad.get_size() > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(entry->scratchpad, scratch));
-  }
-  dnnl::stream& s = cpu_stream();
-  entry->prim.execute(s, args);
-  s.wait();
+  execute(*entry, a.data_ptr(), b.data_ptr(), g.c.data_ptr(),
+          g.bias.defined() ? g.bias.data_ptr() : nullptr);
 }
 
 void gemm(const GemmArgs& args) {
@@ -198,12 +305,14 @@ void gemm(const GemmArgs& args) {
   GemmArgs g = args;
   if (g.beta == 0) g.bias = Tensor();  // beta 0 ignores bias, NaN included (as PyTorch)
   const DType t = g.c.dtype();
-  if (t == kFloat32 || t == kBFloat16) return gemm_dnnl(g);
+  if (dnnl_supports(t)) return gemm_dnnl(g);
   if (t == kFloat64) return gemm_blocked(g);
-  ATH_CHECK(t == kFloat16, NotImplementedError, "matrix products take floating dtypes, not {}",
-            dtype_name(t));
+  ATH_CHECK(t == kFloat16 || t == kBFloat16, NotImplementedError,
+            "matrix products take floating dtypes, not {}", dtype_name(t));
+  // float16, and bfloat16 where oneDNN has no kernel for it (AVX2 hosts): compute in float32
+  // and round once, the contract oneDNN's own bfloat16 kernels keep (float32 accumulation).
   NoGradGuard no_grad;
-  GemmArgs f = g;  // float16: compute in float32, round once
+  GemmArgs f = g;
   f.a = g.a.to(kFloat32);
   f.b = g.b.to(kFloat32);
   if (g.bias.defined()) f.bias = g.bias.to(kFloat32);
