@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "athanor/athanor.h"
+#include "bench_host.h"
 
 namespace {
 
@@ -57,7 +58,7 @@ BENCHMARK_CAPTURE(conv_fwd_bwd, w2_conv2, ConvCase{32, 64, 14, true})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-BENCHMARK_MAIN();
+ATH_BENCHMARK_MAIN()
 
 #include "athanor/core/thread_policy.h"
 ATH_SHORT_OPENMP_SPIN();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "athanor/athanor.h"
+#include "bench_host.h"
 
 namespace {
 
@@ -110,7 +111,7 @@ BENCHMARK(BM_DispatchAdd_WithGrad);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+ATH_BENCHMARK_MAIN()
 
 #include "athanor/core/thread_policy.h"
 ATH_SHORT_OPENMP_SPIN();

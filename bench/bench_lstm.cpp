@@ -17,6 +17,7 @@
 #include "athanor/athanor.h"
 #include "athanor/nn/linear.h"
 #include "athanor/nn/rnn.h"
+#include "bench_host.h"
 
 namespace {
 
@@ -68,7 +69,7 @@ BENCHMARK_CAPTURE(lstm_fwd_bwd, w3_lstm, false)->UseRealTime()->Unit(benchmark::
 BENCHMARK_CAPTURE(gru_fwd_bwd, w3_gru, false)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(lstm_fwd_bwd, w3_lstm_linear, true)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-BENCHMARK_MAIN();
+ATH_BENCHMARK_MAIN()
 
 #include "athanor/core/thread_policy.h"
 ATH_SHORT_OPENMP_SPIN();

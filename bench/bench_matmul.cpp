@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "athanor/athanor.h"
+#include "bench_host.h"
 
 namespace {
 
@@ -108,6 +109,8 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
     }
   }
+  // First, so that an ATH_MAX_CPU_ISA cap reaches oneDNN before the direct calls' JIT.
+  const ath::bench::HostInfo host = ath::bench::measure_host(kThreads);
   const std::vector<int64_t> sizes{256, 1024};
   for (int r = 0; r < rounds; ++r) {
     for (int64_t n : sizes) {
@@ -121,7 +124,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&nargs, args.data());
   Collector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
-  std::printf("\nmedians over %d rounds, %d threads:\n", rounds, kThreads);
+  std::printf("\nhost: %s; SGEMM 512^3 %.1f GFLOP/s\nmedians over %d rounds, %d threads:\n",
+              host.isa.c_str(), host.sgemm_gflops, rounds, kThreads);
   for (int64_t n : sizes) {
     auto& r = collector.results[n];
     std::printf("SGEMM %4ld^3: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",

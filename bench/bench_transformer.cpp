@@ -25,6 +25,7 @@
 #include "athanor/nn/linear.h"
 #include "athanor/nn/normalization.h"
 #include "athanor/nn/transformer.h"
+#include "bench_host.h"
 
 namespace {
 
@@ -128,7 +129,7 @@ BENCHMARK_CAPTURE(w4_fwd_bwd, w4_attention, Case::Attention)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-BENCHMARK_MAIN();
+ATH_BENCHMARK_MAIN()
 
 #include "athanor/core/thread_policy.h"
 ATH_SHORT_OPENMP_SPIN();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench_host.h"
 #include "athanor/athanor.h"
 #include "athanor/core/thread_policy.h"
 #include "athanor/io/idx.h"
@@ -232,12 +233,13 @@ int main(int argc, char** argv) {
       static_cast<double>(tail);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
+  const bench::HostInfo host = bench::measure_host(threads);  // after the peak RSS is read
   std::printf(
       "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"samples_per_s\": %.3f, "
       "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
-      "\"peak_rss_mb\": %.1f, \"threads\": %d}\n",
+      "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f}\n",
       name.c_str(), ATH_VERSION_STRING, static_cast<double>(samples) / seconds, seconds,
       w.batches.size(), final_loss, acc.c_str(), static_cast<double>(ru.ru_maxrss) / 1024.0,
-      threads);
+      threads, host.isa.c_str(), host.sgemm_gflops);
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench_host.h"
 #include "athanor/athanor.h"
 #include "athanor/core/thread_policy.h"
 #include "athanor/io/idx.h"
@@ -242,11 +243,12 @@ int main(int argc, char** argv) {
   // Two summaries: the ratio of the medians, and the median of the per-repeat ratios (each pair
   // runs back to back, so a slow spell of the machine tends to hit both of its halves).
   const double p = median(plain), t = median(trainer);
+  const bench::HostInfo host = bench::measure_host(threads);
   std::printf(
       "{\"bench\": \"trainer_overhead_W1\", \"plain_s\": %.4f, \"trainer_s\": %.4f, "
       "\"ratio\": %.4f, \"median_pair_ratio\": %.4f, \"repeats\": %d, "
-      "\"threads\": %d}\n",
-      p, t, t / p, median(pair_ratios), repeats, threads);
+      "\"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f}\n",
+      p, t, t / p, median(pair_ratios), repeats, threads, host.isa.c_str(), host.sgemm_gflops);
   const Decomposition d = decompose(src, root, repeats);
   std::filesystem::remove_all(root);
   const double steps = static_cast<double>(src->num_batches());

@@ -1,0 +1,67 @@
+// What every benchmark prints about the host it ran on, so that figures from different hosts
+// are never compared unknowingly: the ISA athanor runs with (AVX2 / AVX-512 / AVX512-BF16, and
+// any ATH_MAX_CPU_ISA cap) and the SGEMM rate measured in the same run (athanor's mm, float32
+// 512^3, on the benchmark's thread count): the machine's matrix ceiling at that moment.
+//
+//   ATH_BENCHMARK_MAIN()              // Google Benchmark executables: host context + run
+//   HostInfo h = measure_host(2);     // other executables: h.isa, h.sgemm_gflops
+//
+// The Google Benchmark executables run on ATH_BENCH_THREADS threads (default 2).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "athanor/athanor.h"
+#include "athanor/core/cpu_isa.h"
+
+namespace ath::bench {
+
+struct HostInfo {
+  std::string isa;
+  double sgemm_gflops = 0;  // best of several timed 512^3 products
+};
+
+inline int bench_threads() {
+  const char* v = std::getenv("ATH_BENCH_THREADS");
+  return v != nullptr ? std::max(1, std::atoi(v)) : 2;
+}
+
+inline HostInfo measure_host(int threads) {
+  const int saved = get_num_threads();
+  set_num_threads(threads);
+  constexpr int64_t n = 512;
+  Tensor a = full({n, n}, 0.5), b = full({n, n}, 0.25);
+  mm(a, b);  // build the primitive, warm the allocator
+  double best = 1e30;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 40 && std::chrono::steady_clock::now() - start < std::chrono::seconds(1);
+       ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    mm(a, b);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  set_num_threads(saved);
+  return {.isa = cpu_isa_description(), .sgemm_gflops = 2.0 * n * n * n / best / 1e9};
+}
+
+}  // namespace ath::bench
+
+// A Google Benchmark main that records the host in the report's context (printed in the
+// header of the console output and in --benchmark_format=json).
+#define ATH_BENCHMARK_MAIN()                                                               \
+  int main(int argc, char** argv) {                                                        \
+    const int threads_ = ::ath::bench::bench_threads();                                    \
+    const ::ath::bench::HostInfo host_ = ::ath::bench::measure_host(threads_);             \
+    ::benchmark::AddCustomContext("host_isa", host_.isa);                                  \
+    ::benchmark::AddCustomContext("sgemm_512_gflops", std::to_string(host_.sgemm_gflops)); \
+    ::benchmark::AddCustomContext("threads", std::to_string(threads_));                    \
+    ::benchmark::Initialize(&argc, argv);                                                  \
+    if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;                    \
+    ::benchmark::RunSpecifiedBenchmarks();                                                 \
+    ::benchmark::Shutdown();                                                               \
+    return 0;                                                                              \
+  }
