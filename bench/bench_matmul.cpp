@@ -1,5 +1,6 @@
 // SGEMM: athanor's mm against a direct oneDNN matmul call (primitive built once, buffers
-// allocated once) on the same shapes, on 2 threads.
+// allocated once) on the same shapes (M x K x N: 256^3, 1024^3 and the workloads' products),
+// on 2 threads.
 //
 //   ./build/bench/bench_matmul                        # 3 rounds per size, then the summary
 //   ./build/bench/bench_matmul --rounds=5 --benchmark_min_time=1
@@ -40,15 +41,17 @@ ath::Tensor random(const ath::Shape& shape, unsigned seed) {
 }
 
 void sgemm_pair(benchmark::State& state) {
-  const int64_t n = state.range(0);
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   ath::set_num_threads(kThreads);
   using dnnl::memory;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
-  memory::desc md({n, n}, memory::data_type::f32, memory::format_tag::ab);
-  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
-  ath::Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = ath::empty({n, n});
-  memory ma(md, eng, a.data_ptr()), mb(md, eng, b.data_ptr()), mc(md, eng, c.data_ptr());
+  const auto f32 = memory::data_type::f32;
+  const auto ab = memory::format_tag::ab;
+  memory::desc ma_d({m, k}, f32, ab), mb_d({k, n}, f32, ab), mc_d({m, n}, f32, ab);
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ma_d, mb_d, mc_d), eng));
+  ath::Tensor a = random({m, k}, 1), b = random({k, n}, 2), c = ath::empty({m, n});
+  memory ma(ma_d, eng, a.data_ptr()), mb(mb_d, eng, b.data_ptr()), mc(mc_d, eng, c.data_ptr());
   auto direct = [&] {
     prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     s.wait();
@@ -70,7 +73,7 @@ void sgemm_pair(benchmark::State& state) {
     t_theirs += std::chrono::duration<double>(t1 - t0).count();
     t_ours += std::chrono::duration<double>(t2 - t1).count();
   }
-  const double flops = 2.0 * double(n) * double(n) * double(n) * double(state.iterations());
+  const double flops = 2.0 * double(m) * double(k) * double(n) * double(state.iterations());
   state.counters["athanor_GFLOP/s"] = flops / t_ours / 1e9;
   state.counters["onednn_GFLOP/s"] = flops / t_theirs / 1e9;
   state.counters["ratio"] = t_theirs / t_ours;
@@ -82,14 +85,14 @@ class Collector : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      const std::string name = r.benchmark_name();  // sgemm/round<r>/<n>/real_time
-      const std::size_t at = name.find('/', name.find("/round") + 1);
-      const int64_t n = std::atoll(name.c_str() + at + 1);
+      const std::string name = r.benchmark_name();  // sgemm/round<r>/<m>/<k>/<n>/real_time
+      std::string shape = name.substr(name.find('/', name.find("/round") + 1) + 1);
+      shape = shape.substr(0, shape.rfind('/'));
       for (const char* k : {"athanor_GFLOP/s", "onednn_GFLOP/s", "ratio"})
-        results[n][k].push_back(r.counters.at(k).value);
+        results[shape][k].push_back(r.counters.at(k).value);
     }
   }
-  std::map<int64_t, std::map<std::string, std::vector<double>>> results;
+  std::map<std::string, std::map<std::string, std::vector<double>>> results;
 };
 
 double median(std::vector<double> v) {
@@ -111,11 +114,15 @@ int main(int argc, char** argv) {
   }
   // First, so that an ATH_MAX_CPU_ISA cap reaches oneDNN before the direct calls' JIT.
   const ath::bench::HostInfo host = ath::bench::measure_host(kThreads);
-  const std::vector<int64_t> sizes{256, 1024};
+  // M, K, N: the two squares, then the workloads' products (W1's first layer forward and its
+  // weight gradient, W3's recurrent step and input projection, W4's QKV projection).
+  const std::vector<std::vector<int64_t>> shapes{
+      {256, 256, 256}, {1024, 1024, 1024}, {128, 784, 512}, {512, 128, 784},
+      {32, 256, 1024}, {2048, 64, 1024},   {2048, 128, 384}};
   for (int r = 0; r < rounds; ++r) {
-    for (int64_t n : sizes) {
+    for (const auto& shape : shapes) {
       benchmark::RegisterBenchmark(fmt::format("sgemm/round{}", r).c_str(), sgemm_pair)
-          ->Arg(n)
+          ->Args(shape)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
@@ -126,11 +133,11 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&collector);
   std::printf("\nhost: %s; SGEMM 512^3 %.1f GFLOP/s\nmedians over %d rounds, %d threads:\n",
               host.isa.c_str(), host.sgemm_gflops, rounds, kThreads);
-  for (int64_t n : sizes) {
-    auto& r = collector.results[n];
-    std::printf("SGEMM %4ld^3: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",
-                static_cast<long>(n), median(r["athanor_GFLOP/s"]), median(r["onednn_GFLOP/s"]),
-                median(r["ratio"]));
+  for (const auto& shape : shapes) {
+    auto& r = collector.results[fmt::format("{}/{}/{}", shape[0], shape[1], shape[2])];
+    std::printf("SGEMM %14s: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",
+                fmt::format("{}x{}x{}", shape[0], shape[1], shape[2]).c_str(),
+                median(r["athanor_GFLOP/s"]), median(r["onednn_GFLOP/s"]), median(r["ratio"]));
   }
   benchmark::Shutdown();
   return 0;
