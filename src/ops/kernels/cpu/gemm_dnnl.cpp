@@ -11,8 +11,8 @@
 //
 // Where oneDNN has no brgemm kernel (AVX2 hosts, where it picks gemm:jit; odd layouts) its
 // GEMM splits K across threads whenever M and N are small next to K, and the sums then depend
-// on the thread count. There the output is cut into blocks of rows (or of columns, for a wide
-// output) whose size follows from the shape alone, and each block is one single-threaded
+// on the thread count. There the output is cut into blocks of batches, rows or columns whose
+// size follows from the shape alone, and each block is one single-threaded
 // oneDNN call; the blocks run in parallel. Every element is then summed in the same order
 // whatever the thread count (see fixed_split()).
 //
@@ -93,30 +93,40 @@ Layout bias_layout(const Tensor& bias, const Shape& c_shape) {
 
 enum class BiasMode : int64_t { None, Fused, Prefilled };
 
-// The fixed partition of the output for the non-brgemm path: along rows (dim nd-2) or, when
-// the output is wider than tall, columns (nd-1), into `count` blocks of `block` (the last may be
-// shorter). Everything here follows from the shape, never from the thread count. Products under
-// kBlockWork multiply-adds stay one block (a single-threaded call is as fast as two threads
-// there); larger ones get 2 blocks, and 4 once blocks keep >= kMinExtent rows (columns). Blocks
-// must be large: each single-threaded oneDNN call packs the whole other operand again, and with
-// 128-row blocks of a 1024^3 product that halved the rate (43 vs 85 GFLOP/s on one thread).
+// The fixed partition of the output for the non-brgemm path, into `count` blocks of `block`
+// along one dim (the last block may be shorter): the outermost batch dim when there is a batch
+// (whole matrices per call, nothing packed twice), else rows (dim nd-2) or, for an output wider
+// than tall, columns (nd-1). Everything here follows from the shape, never from the thread
+// count. Products under kBlockWork multiply-adds stay one block (a single-threaded call is as
+// fast as two threads there); larger ones get 2 blocks, 4 when blocks keep >= kMinExtent rows
+// (columns). Blocks must be large: each single-threaded oneDNN call packs the whole other
+// operand again, and 128-row blocks of a 1024^3 product halved the rate (43 vs 85 GFLOP/s on
+// one thread); 512-row blocks of W4's 2048x128x512 ran 25% under 1024-row ones.
 struct Split {
   std::size_t dim = 0;
   int64_t block = 0, count = 0;
 };
 constexpr double kBlockWork = 1 << 20;
-constexpr int64_t kMinExtent = 512;
+constexpr int64_t kMinExtent = 1024;
 
 Split fixed_split(const Shape& cs, int64_t k) {
   const std::size_t nd = cs.size();
-  const std::size_t dim = cs[nd - 2] >= cs[nd - 1] ? nd - 2 : nd - 1;
+  const std::size_t dim = nd > 2 && cs[0] > 1 ? 0 : cs[nd - 2] >= cs[nd - 1] ? nd - 2 : nd - 1;
   const int64_t extent = cs[dim];
   const double work = static_cast<double>(numel(cs)) * static_cast<double>(k);
   int64_t count = work < kBlockWork ? 1 : extent >= 4 * kMinExtent ? 4 : 2;
   int64_t block = (extent + count - 1) / count;
-  block = std::min(extent, (block + 7) / 8 * 8);  // whole vectors of rows/columns per block
+  if (dim != 0) block = std::min(extent, (block + 7) / 8 * 8);  // whole vectors of rows/columns
   count = (extent + block - 1) / block;
   return {dim, block, count};
+}
+
+// Which operands a split along `dim` cuts: rows cut a, columns cut b, a batch dim cuts each
+// operand that is not broadcast along it (size 1 there).
+bool splits(const Layout& l, std::size_t dim, std::size_t nd, bool is_a) {
+  if (dim == nd - 2) return is_a;
+  if (dim == nd - 1) return !is_a;
+  return l.sizes[dim] != 1;
 }
 
 struct MatmulEntry;
@@ -193,7 +203,8 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
     Layout sa = a, sb = b;
     Shape sc = cs;
     sc[split.dim] = extent;
-    (split.dim == nd - 2 ? sa.sizes[nd - 2] : sb.sizes[nd - 1]) = extent;
+    if (splits(a, split.dim, nd, true)) sa.sizes[split.dim] = extent;
+    if (splits(b, split.dim, nd, false)) sb.sizes[split.dim] = extent;
     return make_entry(t, sa, sb, sc, contiguous_strides(cs), nullptr, block_mode, alpha,
                       block_beta);
   };
@@ -239,9 +250,9 @@ void run_blocks(const Blocks& blocks, const GemmArgs& g, const Tensor& a, const 
   const std::size_t nd = g.c.shape().size();
   const Split& split = blocks.split;
   if (blocks.full->mode == BiasMode::Prefilled) Tensor(g.c).copy_(g.bias);
-  const bool rows = split.dim == nd - 2;
-  const int64_t a_step = rows ? la.strides[nd - 2] : 0, b_step = rows ? 0 : lb.strides[nd - 1];
-  const int64_t c_step = rows ? g.c.shape()[nd - 1] : 1;
+  const int64_t a_step = splits(la, split.dim, nd, true) ? la.strides[split.dim] : 0;
+  const int64_t b_step = splits(lb, split.dim, nd, false) ? lb.strides[split.dim] : 0;
+  const int64_t c_step = contiguous_strides(g.c.shape())[split.dim];
   const std::size_t esize = g.c.element_size();
   const auto* ap = static_cast<const char*>(a.data_ptr());
   const auto* bp = static_cast<const char*>(b.data_ptr());

@@ -11,8 +11,10 @@
 //
 // The body is always inlined into one function per ISA, so it is compiled (and vectorized) for
 // each; helpers it calls must be inline too (always_inline where GCC would not inline them).
-// No copy contracts a*b+c into an FMA (the library builds with -ffp-contract=off), so every
-// copy does the same IEEE operations and the results do not depend on the ISA.
+// Files that use this build with -ffp-contract=off (src/CMakeLists.txt), so no copy contracts
+// a*b+c into an FMA: every copy does the same IEEE operations and the results do not depend on
+// the ISA. (GELU opts out for speed: its wide copies fuse, and may differ from the baseline
+// copy in the last bit.)
 // Elsewhere (other compilers or CPUs) only the baseline copy exists.
 #pragma once
 
