@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <vector>
+
+#include "athanor/cli/schema.h"
 
 namespace ath::cli::detail {
 
@@ -92,6 +95,54 @@ json yaml_node_to_json(const YAML::Node& node) {
     out[it->first.Scalar()] = yaml_node_to_json(it->second);
   }
   return out;
+}
+
+namespace {
+
+// Depth-first over the graph as the readers see it (aliases expanded). `path` holds the nodes
+// from the root to here: meeting one of them again is a cycle.
+struct GraphCheck {
+  const std::string& source;
+  std::vector<YAML::Node> path;
+  int64_t visited = 0;
+
+  void visit(const YAML::Node& node) {
+    for (const YAML::Node& above : path) {
+      if (above.is(node)) {
+        throw ConfigError(fmt::format(
+            "{}: a YAML alias refers to a node that contains it (a cycle); aliases must point "
+            "to complete nodes outside themselves",
+            source));
+      }
+    }
+    if (static_cast<int>(path.size()) >= kMaxYamlDepth) {
+      throw ConfigError(
+          fmt::format("{}: YAML nested deeper than {} levels", source, kMaxYamlDepth));
+    }
+    if (++visited > kMaxYamlNodes) {
+      throw ConfigError(fmt::format(
+          "{}: YAML expands to more than {} nodes once its aliases are expanded (nested aliases "
+          "multiply; write the values out or use fewer alias levels)",
+          source, kMaxYamlNodes));
+    }
+    if (!node.IsSequence() && !node.IsMap()) return;
+    path.push_back(node);
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (node.IsSequence()) {
+        visit(*it);
+      } else {
+        visit(it->first);
+        visit(it->second);
+      }
+    }
+    path.pop_back();
+  }
+};
+
+}  // namespace
+
+void check_yaml_graph(const YAML::Node& root, const std::string& source) {
+  GraphCheck{.source = source}.visit(root);
 }
 
 }  // namespace ath::cli::detail

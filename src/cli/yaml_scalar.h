@@ -15,7 +15,19 @@ namespace ath::cli::detail {
 nlohmann::json resolve_plain(std::string_view text);
 // A scalar node's value (quoted or !!str-tagged scalars stay strings).
 nlohmann::json resolve_scalar(const YAML::Node& node);
-// Any node: mappings -> objects, sequences -> arrays, scalars resolved.
+// Any node: mappings -> objects, sequences -> arrays, scalars resolved. The node must have
+// passed check_yaml_graph (aliases make a node graph, not a tree).
 nlohmann::json yaml_node_to_json(const YAML::Node& node);
+
+// Limits on a parsed document as every reader here walks it, with aliases expanded: yaml-cpp
+// shares an aliased node, so `&x [*x]` is a cycle (unbounded recursion) and nested aliases
+// ("billion laughs") expand exponentially. Nodes deeper than kMaxYamlDepth or more than
+// kMaxYamlNodes of them (after expansion) are refused.
+inline constexpr int kMaxYamlDepth = 64;
+inline constexpr int64_t kMaxYamlNodes = 1'000'000;
+
+// Throws ConfigError naming `source` for a cycle, a document nested too deeply, or one whose
+// aliases expand past the limits.
+void check_yaml_graph(const YAML::Node& root, const std::string& source);
 
 }  // namespace ath::cli::detail

@@ -329,6 +329,34 @@ TEST(CliConfig, FileAndSyntaxErrors) {
   EXPECT_THROW(resolve({}, {"--nope=1"}), ValueError);
 }
 
+// Aliases make yaml-cpp's nodes a graph: a self-referencing alias was unbounded recursion
+// (SIGSEGV) and nested aliases ("billion laughs") an uncaught std::bad_alloc.
+TEST(CliConfig, HostileAliasesAreConfigErrors) {
+  TempFile cycle("model:\n  betas: &x [*x]\n");
+  const std::string c = error_of([&] { resolve({cycle.path()}, {}); });
+  EXPECT_NE(c.find(cycle.path() + ": a YAML alias refers to a node that contains it"),
+            std::string::npos)
+      << c;
+  EXPECT_NE(error_of([] { resolve({}, {"--model.betas=&x [1, *x]"}); }).find("(a cycle)"),
+            std::string::npos);
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char k = 'b'; k <= 'j'; ++k) {  // 10^10 nodes once expanded
+    std::string refs;
+    for (int i = 0; i < 10; ++i) refs += fmt::format("{}*{}", i ? ", " : "", char(k - 1));
+    laughs += fmt::format("{}: &{} [{}]\n", k, k, refs);
+  }
+  TempFile bomb(laughs);
+  const std::string b = error_of([&] { resolve({bomb.path()}, {}); });
+  EXPECT_NE(b.find("expands to more than 1000000 nodes"), std::string::npos) << b;
+  EXPECT_THROW(yaml_to_json(laughs), ConfigError);
+  std::string deep(200, '[');
+  deep += std::string(200, ']');
+  EXPECT_NE(error_of([&] { resolve({}, {"--model.betas=" + deep}); }).find("deeper than 64"),
+            std::string::npos);
+  // Aliases to complete nodes elsewhere are fine.
+  EXPECT_EQ(yaml_to_json("a: &v [1, 2]\nb: *v\n")["b"], json({1, 2}));
+}
+
 TEST(CliConfig, PrintConfigRoundTrips) {
   for (bool comments : {false, true}) {
     const json c = resolve(
