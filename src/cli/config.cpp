@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "athanor/io/regular_file.h"
 #include "yaml_scalar.h"
 
 namespace ath::cli {
@@ -236,12 +237,15 @@ void merge_node(const Schema& schema, json& config, const YAML::Node& node,
 }
 
 YAML::Node parse_yaml(std::string_view text, const std::string& source) {
+  YAML::Node node;
   try {
-    return YAML::Load(std::string(text));
+    node = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
   }
+  detail::check_yaml_graph(node, source);
+  return node;
 }
 
 }  // namespace
@@ -273,6 +277,10 @@ void merge_yaml(const Schema& schema, json& config, std::string_view yaml,
 }
 
 void merge_yaml_file(const Schema& schema, json& config, const std::string& path) {
+  // Checked before opening: a FIFO would block the open until a writer appears.
+  if (const std::string problem = regular_file_problem(path); !problem.empty()) {
+    throw ConfigError(fmt::format("cannot read config file '{}': {}", path, problem));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(fmt::format("cannot read config file '{}': {}", path, std::strerror(errno)));
@@ -326,6 +334,7 @@ json yaml_to_json(std::string_view yaml, const std::string& source) {
     throw FormatError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
   }
+  detail::check_yaml_graph(n, source);
   return detail::yaml_node_to_json(n);
 }
 

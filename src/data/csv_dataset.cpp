@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "athanor/data/collate.h"
+#include "athanor/io/regular_file.h"
 
 namespace ath::data {
 namespace {
@@ -31,10 +33,16 @@ std::vector<std::string_view> split_cells(std::string_view line) {
 }
 
 bool blank(std::string_view line) { return trim(line).empty(); }
+
+// Class labels are int64 tensors, but a class index beyond int32 is a malformed file, not a
+// model (negative ones are kept for ignore_index).
+constexpr int64_t kMinClassLabel = std::numeric_limits<int32_t>::min();
+constexpr int64_t kMaxClassLabel = std::numeric_limits<int32_t>::max();
 }  // namespace
 
 CsvDataset::CsvDataset(CsvOptions options) : options_(std::move(options)) {
   const std::string& path = options_.path;
+  require_regular_file(path, "CsvDataset");
   std::ifstream in(path);
   ATH_CHECK(in.good(), IOError, "CsvDataset: cannot open '{}': {}", path, std::strerror(errno));
   std::string line;
@@ -92,6 +100,12 @@ CsvDataset::CsvDataset(CsvOptions options) : options_(std::move(options)) {
       ATH_CHECK(std::isfinite(t) && t == std::floor(t), FormatError,
                 "CsvDataset: '{}' line {}, column {} ('{}'): class label '{}' is not an integer",
                 path, line_no, target_col + 1, header[target_col], cells[target_col]);
+      // Checked before the cast to int64 below (1e300 would overflow it: undefined behaviour).
+      ATH_CHECK(t >= kMinClassLabel && t <= kMaxClassLabel, FormatError,
+                "CsvDataset: '{}' line {}, column {} ('{}'): class label '{}' is out of range "
+                "(class labels are integers from {} to {})",
+                path, line_no, target_col + 1, header[target_col], cells[target_col],
+                kMinClassLabel, kMaxClassLabel);
     }
     targets.push_back(t);
   }

@@ -5,12 +5,15 @@
 #include <fstream>
 #include <iterator>
 
+#include "athanor/io/regular_file.h"
+
 namespace ath::data {
 
 TextBytesDataset::TextBytesDataset(TextBytesOptions options)
     : seq_len_(options.seq_len), stride_(options.stride) {
   ATH_CHECK(!options.paths.empty(), ValueError, "TextBytesDataset: no paths");
   for (const auto& path : options.paths) {
+    require_regular_file(path, "TextBytesDataset");
     std::ifstream in(path, std::ios::binary);
     ATH_CHECK(in.good(), IOError, "TextBytesDataset: cannot open '{}': {}", path,
               std::strerror(errno));

@@ -1,11 +1,13 @@
 #include "athanor/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -20,10 +22,37 @@ std::string parent_dir(const std::string& path) {
   return dir.empty() ? std::string(".") : dir.string();
 }
 
+// Removes "<path>.tmp.<pid>.<n>" files left by writers that died mid-write (SIGKILL, power loss):
+// those whose process no longer exists. A live process's temporaries (this one's, a concurrent
+// writer's, or an unrelated process that reused the PID) stay. Best effort: errors are ignored.
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  fs::directory_iterator it(parent_dir(path), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string_view rest = std::string_view(name).substr(prefix.size());
+    long pid = 0;
+    const auto [dot, perr] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (perr != std::errc() || dot == rest.data() + rest.size() || *dot != '.' || pid <= 0)
+      continue;
+    uint64_t n = 0;
+    const auto [last, nerr] = std::from_chars(dot + 1, rest.data() + rest.size(), n);
+    if (nerr != std::errc() || last != rest.data() + rest.size()) continue;  // not ours
+    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   ATH_CHECK(!path_.empty(), IOError, "cannot write a file with an empty path");
+  remove_stale_temporaries(path_);
   // A unique name next to the destination (rename only is atomic within one file system).
   // O_EXCL makes a clash with a stale or concurrent temporary file a retry, never a share.
   static std::atomic<uint64_t> counter{0};

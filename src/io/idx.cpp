@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "athanor/core/error.h"
+#include "athanor/io/regular_file.h"
 
 namespace ath {
 namespace {
@@ -23,15 +24,7 @@ constexpr uint8_t kTypeUInt8 = 0x08;
 class GzReader {
  public:
   explicit GzReader(const std::string& path) : path_(path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) ATH_THROW(IOError, "cannot open '{}': {}", path, std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      int err = errno;
-      ::close(fd);
-      ATH_THROW(IOError, "cannot read '{}': {}", path,
-                err != 0 ? std::strerror(err) : "not a regular file");
-    }
+    const int fd = open_regular_file(path);
     file_ = ::gzdopen(fd, "rb");  // owns fd from here on
     if (file_ == nullptr) {
       ::close(fd);

@@ -9,21 +9,17 @@
 #include <cstring>
 
 #include "athanor/core/error.h"
+#include "athanor/io/regular_file.h"
 
 namespace ath::detail {
 
 MappedFile::MappedFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) ATH_THROW(IOError, "cannot open '{}': {}", path, std::strerror(errno));
+  const int fd = open_regular_file(path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
     ATH_THROW(IOError, "cannot stat '{}': {}", path, std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    ATH_THROW(IOError, "cannot read '{}': not a regular file", path);
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {

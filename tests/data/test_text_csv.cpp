@@ -1,10 +1,13 @@
 // TextBytesDataset and CsvDataset, including their error messages.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
 #include "athanor/athanor.h"
 #include "athanor/data/data.h"
+#include "athanor/io/idx.h"
+#include "athanor/io/safetensors.h"
 #include "io/temp_dir.h"
 
 namespace ath::data {
@@ -98,6 +101,41 @@ TEST(DataCsv, ErrorsNameFileLineAndColumn) {
   write_text(dir.file("empty.csv"), "");
   EXPECT_THROW(CsvDataset({.path = dir.file("empty.csv"), .target = "label"}), FormatError);
   EXPECT_THROW(CsvDataset({.path = dir.file("none.csv"), .target = "label"}), IOError);
+}
+
+// 1e300 or INT64_MAX as a class label overflowed the cast to int64 (a negative class index).
+TEST(DataCsv, ClassLabelsOutOfRangeAreFormatErrors) {
+  ath::testing::TempDir dir;
+  for (const char* label : {"1e300", "9223372036854775807", "-3000000000", "2147483648"}) {
+    write_text(dir.file("big.csv"), fmt::format("a,label\n1,0\n2,{}\n", label));
+    const std::string msg =
+        message_of([&] { CsvDataset({.path = dir.file("big.csv"), .target = "label"}); });
+    EXPECT_NE(msg.find(fmt::format("line 3, column 2 ('label'): class label '{}' is out of range",
+                                   label)),
+              std::string::npos)
+        << msg;
+  }
+  write_text(dir.file("ok.csv"), "a,label\n1,2147483647\n2,-100\n");
+  CsvDataset ok({.path = dir.file("ok.csv"), .target = "label"});
+  EXPECT_EQ(ok.get(0).second.item<int64_t>(), 2147483647);
+  EXPECT_EQ(ok.get(1).second.item<int64_t>(), -100);
+}
+
+// A FIFO blocked open() forever; directories and FIFOs are refused before opening.
+TEST(DataFiles, FifosAndDirectoriesAreRefusedWithoutBlocking) {
+  ath::testing::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string msg = message_of([&] { CsvDataset({.path = fifo, .target = "label"}); });
+  EXPECT_NE(msg.find("'" + fifo + "': a FIFO (named pipe)"), std::string::npos) << msg;
+  msg = message_of([&] { TextBytesDataset({.paths = {fifo}, .seq_len = 4}); });
+  EXPECT_NE(msg.find("a FIFO"), std::string::npos) << msg;
+  msg = message_of([&] { load_safetensors(fifo); });
+  EXPECT_NE(msg.find("a FIFO"), std::string::npos) << msg;
+  msg = message_of([&] { read_idx(fifo); });
+  EXPECT_NE(msg.find("a FIFO"), std::string::npos) << msg;
+  msg = message_of([&] { CsvDataset({.path = dir.path().string(), .target = "label"}); });
+  EXPECT_NE(msg.find("a directory"), std::string::npos) << msg;
 }
 
 }  // namespace
