@@ -57,6 +57,7 @@ void Trainer::run_fit(Source train, Source val) {
   while (max_ep < 0 || epoch_ < max_ep) {
     if (options_.max_steps >= 0 && global_step_ >= options_.max_steps) break;
     const bool stopped_early = run_train_epoch(train, val);
+    if (!epoch_finished_) break;  // stopped inside the epoch: a resume continues it
     ++epoch_;
     epoch_finished_ = false;
     if (stopped_early) break;
@@ -86,6 +87,7 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
   const int64_t every = val_every(options_.val_check_interval, num_train_batches_);
   const bool int_interval = std::holds_alternative<int64_t>(options_.val_check_interval);
   bool stop = false;
+  bool left_batches = false;  // the loop ended before the epoch's last batch
 
   batch_idx_ = resume_batch_idx_;
   batches_done_ = resume_batch_idx_;
@@ -115,11 +117,16 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
       mid_epoch_validation_ = false;
       module_->train();
     }
+    const bool more = num_train_batches_ < 0 || batch_idx_ < num_train_batches_;
     if (max_steps_hit || time_up) {
       stop = true;
+      left_batches = more;
       break;
     }
-    if (should_stop_ && stop_allowed(epoch_ + 1)) break;
+    if (should_stop_ && stop_allowed(epoch_ + 1)) {
+      left_batches = more;
+      break;
+    }
   }
   if (accumulated_ > 0) {
     // An epoch whose length is not a multiple of accumulate_grad_batches (or of unknown
@@ -141,8 +148,11 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
   module_->on_train_epoch_end();
   log_scope_ = LogScope::Other;
   log_epoch_metrics(LogScope::TrainStep);
-  step_schedulers(SchedulerInterval::Epoch);
-  epoch_finished_ = true;
+  // An epoch cut short (max_steps, max_time, a stop request) is not finished: its checkpoint
+  // records the next batch and the loader's position, and an epoch-interval scheduler steps
+  // only when a resumed run really ends the epoch — so resuming equals the uninterrupted run.
+  if (!left_batches) step_schedulers(SchedulerInterval::Epoch);
+  epoch_finished_ = !left_batches;
   for (const auto& cb : callbacks_) {
     if (cb->is_monitoring()) cb->on_train_epoch_end(*this, *module_);
   }

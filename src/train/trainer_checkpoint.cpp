@@ -2,6 +2,7 @@
 // position and RNG state, for exact resume) and how a run is restored from one — validated
 // first, applied all-or-nothing.
 #include <filesystem>
+#include <limits>
 
 #include "athanor/core/error.h"
 #include "athanor/core/rng.h"
@@ -82,6 +83,51 @@ std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
   return {};
 }
 
+namespace {
+
+// Where a resumed fit continues, read from a checkpoint with every number checked against its
+// range (and the batch position against this run's epoch length) before anything is applied:
+// an absurd epoch or batch index, an accumulation factor of 0 or a negative RNG offset is a
+// FormatError naming the file and the field.
+struct ResumePosition {
+  int64_t global_step = 0, epoch = 0, next_batch = 0, accumulate = 1;
+  bool finished = true;
+};
+
+ResumePosition read_resume_position(const nlohmann::json& meta, const std::string& path,
+                                    int64_t num_train_batches, int64_t accumulate) {
+  constexpr int64_t kMaxCount = int64_t{1} << 53;  // exact in JSON's doubles too
+  auto integer = [&](const nlohmann::json& j, const char* where, const char* key, int64_t lo,
+                     int64_t hi) {
+    const nlohmann::json& v = j.at(key);
+    ATH_CHECK(v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi,
+              FormatError, "checkpoint '{}': {}{} is {} (expected an integer in [{}, {}])", path,
+              where, key, v.dump(), lo, hi);
+    return v.get<int64_t>();
+  };
+  const nlohmann::json& loop = meta.at("loops").at("fit_loop");
+  ResumePosition p;
+  p.finished = loop.at("epoch_finished").get<bool>();
+  p.global_step = integer(meta, "", "global_step", 0, kMaxCount);
+  p.epoch = integer(loop, "loops.fit_loop.", "epoch", 0, kMaxCount);
+  if (!p.finished) {
+    p.next_batch = integer(loop, "loops.fit_loop.", "next_batch", 0,
+                           num_train_batches >= 0 ? num_train_batches : kMaxCount);
+  }
+  p.accumulate = loop.contains("accumulate_grad_batches")
+                     ? integer(loop, "loops.fit_loop.", "accumulate_grad_batches", 1,
+                               std::numeric_limits<int32_t>::max())
+                     : accumulate;
+  for (const char* key : {"seed", "offset"}) {
+    ATH_CHECK(meta.at("rng").at(key).is_number_unsigned(), FormatError,
+              "checkpoint '{}': rng.{} is {} (expected a non-negative integer)", path, key,
+              meta.at("rng").at(key).dump());
+  }
+  return p;
+}
+
+}  // namespace
+
 void Trainer::restore(const std::string& ckpt_path, bool full) {
   const std::string path = resolve_checkpoint(ckpt_path);
   CheckpointFile ck = load_checkpoint(path);  // FormatError naming the file
@@ -99,6 +145,7 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
             "checkpoint '{}' was saved with weights_only; fit cannot resume from it (load it "
             "with validate/test/predict, or load its state_dict into the module)",
             path);
+  ResumePosition pos;
   try {
     if (resumable) {
       need("optimizer_states");
@@ -112,6 +159,7 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
       ATH_CHECK(meta["lr_schedulers"].size() == schedulers_.size(), FormatError,
                 "checkpoint '{}': it holds {} LR scheduler states, the run has {}", path,
                 meta["lr_schedulers"].size(), schedulers_.size());
+      pos = read_resume_position(meta, path, num_train_batches_, accumulate_);
     }
     const StateDict module_backup = module_->state_dict();
     StateDict saved_module;
@@ -142,13 +190,12 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
     return;
   }
   try {
-    global_step_ = meta.at("global_step").get<int64_t>();
     const nlohmann::json& loop = meta.at("loops").at("fit_loop");
-    const bool finished = loop.at("epoch_finished").get<bool>();
-    epoch_ = loop.at("epoch").get<int64_t>() + (finished ? 1 : 0);
-    resume_batch_idx_ = finished ? 0 : loop.at("next_batch").get<int64_t>();
-    pending_loader_state_ = finished ? nlohmann::json() : loop.at("dataloader");
-    accumulate_ = loop.value("accumulate_grad_batches", accumulate_);
+    global_step_ = pos.global_step;
+    epoch_ = pos.epoch + (pos.finished ? 1 : 0);
+    resume_batch_idx_ = pos.finished ? 0 : pos.next_batch;
+    pending_loader_state_ = pos.finished ? nlohmann::json() : loop.at("dataloader");
+    accumulate_ = pos.accumulate;
     const nlohmann::json& cbs = meta.at("callbacks");
     for (const auto& cb : callbacks_) {
       auto it = cbs.find(cb->state_key());

@@ -1,14 +1,18 @@
 // Checkpoints and exact resume: a run stopped (mid-epoch or at an epoch end) and resumed from its
 // checkpoint ends with weights bitwise identical to a straight run — shuffled data, dropout
 // (RNG), momentum and an LR scheduler included. Bad checkpoints fail cleanly.
+#include <athanor/io/safetensors.h>
 #include <athanor/optim/lr_scheduler.h>
 #include <athanor/train/callbacks/early_stopping.h>
 #include <athanor/train/callbacks/model_checkpoint.h>
 #include <athanor/train/checkpoint.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 
 #include "train/trainer_fixtures.h"
 
@@ -81,6 +85,22 @@ TEST(TrainerCheckpoint, MidEpochResumeIsBitExact) {
   EXPECT_FALSE(testing::bitwise_equal(straight, fresh));
 }
 
+// max_steps ending a fit inside an epoch: the checkpoint written at that (early) epoch end
+// recorded the epoch as finished, so a resume skipped the rest of it.
+TEST(TrainerCheckpoint, ResumeAfterMaxStepsInsideAnEpochIsBitExact) {
+  TempDir d1, d2;
+  const StateDict straight = run(13, std::nullopt, d1.path, "", 0);
+  run(6, std::nullopt, d2.path, "", 0);  // 5 batches an epoch: stops after epoch 1's first
+  const CheckpointFile ck = load_checkpoint((d2.path / "last.ckpt").string());
+  const auto& loop = ck.meta.at("loops").at("fit_loop");
+  EXPECT_EQ(ck.meta.at("epoch").get<int64_t>(), 1);
+  EXPECT_FALSE(loop.at("epoch_finished").get<bool>());
+  EXPECT_EQ(loop.at("next_batch").get<int64_t>(), 1);
+  EXPECT_FALSE(loop.at("dataloader").is_null());
+  const StateDict resumed = run(13, std::nullopt, d2.path, "last", 0);
+  EXPECT_TRUE(testing::bitwise_equal(straight, resumed));
+}
+
 TEST(TrainerCheckpoint, EpochEndResumeIsBitExact) {
   TempDir d1, d2;
   const StateDict straight = run(-1, 3, d1.path, "", 0);
@@ -142,6 +162,100 @@ TEST(TrainerCheckpoint, CorruptCheckpointIsFormatErrorAndChangesNothing) {
   EXPECT_THROW(Trainer(quiet_options())
                    .fit(m, regression_source(2), nullptr, (d.path / "missing.ckpt").string()),
                IOError);
+}
+
+// Bytes altered after writing resumed silently with different weights; each tensor and the JSON
+// document now carry a CRC-32, and the failing one is named.
+TEST(TrainerCheckpoint, AlteredBytesFailTheirChecksum) {
+  TempDir d;
+  const std::string path = (d.path / "c.ckpt").string();
+  CheckpointFile ck;
+  ck.meta = {{"epoch", 3}, {"global_step", 120}};
+  ck.tensors.insert("state_dict.fc.weight", full({4, 3}, 0.5));
+  ck.tensors.insert("state_dict.fc.bias", full({4}, -1.25));
+  save_checkpoint(path, ck);
+  const std::string original = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  auto write = [&](const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; };
+  auto error_of_load = [&]() -> std::string {
+    try {
+      load_checkpoint(path);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of_load(), "");
+  // The bias's four floats are the first bytes of the buffer after the header (tensors are
+  // written in name order within a dtype): flip a sign bit, then write a NaN.
+  const std::size_t header =
+      8 + static_cast<std::size_t>(*reinterpret_cast<const uint64_t*>(original.data()));
+  std::string flipped = original;
+  flipped[header + 3] = static_cast<char>(flipped[header + 3] ^ 0x80);
+  write(flipped);
+  std::string e = error_of_load();
+  EXPECT_NE(e.find("tensor 'state_dict.fc.bias' fails its checksum"), std::string::npos) << e;
+  EXPECT_NE(e.find("c.ckpt"), std::string::npos) << e;
+  std::string nan = original;
+  const float q = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(nan.data() + header + 4, &q, 4);
+  write(nan);
+  EXPECT_NE(error_of_load().find("'state_dict.fc.bias' fails"), std::string::npos);
+  // The JSON document: "global_step":120 -> 920, still valid JSON.
+  std::string meta = original;
+  const std::size_t at = meta.find("\\\"global_step\\\":120");
+  ASSERT_NE(at, std::string::npos);
+  meta[meta.find("120", at)] = '9';
+  write(meta);
+  EXPECT_NE(error_of_load().find("'athanor.checkpoint' metadata fails its checksum"),
+            std::string::npos)
+      << error_of_load();
+  // A checkpoint from before checksums (no "athanor.checksums" entry) still loads.
+  save_safetensors(path, ck.tensors, {{kCheckpointMetadataKey, ck.meta.dump()}});
+  EXPECT_EQ(error_of_load(), "");
+}
+
+// Metadata was trusted: an absurd batch index or epoch, accumulate_grad_batches 0 (carried into
+// the next checkpoint) or a negative RNG offset resumed. Each is refused naming the field, and
+// the module is left as it was.
+TEST(TrainerCheckpoint, OutOfRangeLoopStateIsFormatErrorNamingTheField) {
+  TempDir d;
+  run(6, std::nullopt, d.path, "", 1);
+  const std::string good = (d.path / "last.ckpt").string();
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/loops/fit_loop/next_batch", 1000000000, "loops.fit_loop.next_batch is 1000000000"},
+      {"/loops/fit_loop/epoch", -1, "loops.fit_loop.epoch is -1"},
+      {"/loops/fit_loop/accumulate_grad_batches", 0,
+       "loops.fit_loop.accumulate_grad_batches is 0 (expected an integer in [1, "},
+      {"/global_step", 2.5, "global_step is 2.5"},
+      {"/rng/offset", -5, "rng.offset is -5"}};
+  for (const Case& c : cases) {
+    CheckpointFile ck = load_checkpoint(good);
+    ck.meta[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string bad = (d.path / "bad.ckpt").string();
+    save_checkpoint(bad, ck);
+    ResumeModule m;
+    const StateDict before = [&] {
+      StateDict s;
+      for (const auto& [k, t] : m.state_dict()) s.insert(k, t.clone());
+      return s;
+    }();
+    try {
+      Trainer(quiet_options()).fit(m, regression_source(5, true), nullptr, bad);
+      ADD_FAILURE() << c.pointer << " accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.ckpt"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(testing::bitwise_equal(before, m.state_dict())) << c.pointer;
+  }
 }
 
 TEST(TrainerCheckpoint, WeightsOnlyLoadsForTestButCannotResume) {

@@ -11,9 +11,11 @@
 //   model.load_state_dict(ckpt.section("state_dict"));  // the module's weights
 //
 // Writing is atomic (temporary file in the same directory, fsync, rename, fsync of the
-// directory): a crash at any moment leaves the previous file intact. Loading trusts nothing: a
-// truncated or corrupt file, or a safetensors file that is not a checkpoint, is an
-// ath::FormatError naming the file.
+// directory): a crash at any moment leaves the previous file intact. Every tensor's bytes and the
+// JSON document carry a CRC-32 (metadata entry "athanor.checksums"), verified at load. Loading
+// trusts nothing: a truncated or corrupt file, bytes altered after writing (the failing tensor is
+// named), or a safetensors file that is not a checkpoint, is an ath::FormatError naming the file.
+// Checkpoints written before checksums existed load unverified.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,8 @@
 namespace ath::train {
 
 inline constexpr const char* kCheckpointMetadataKey = "athanor.checkpoint";
+// {"checkpoint": "0x…" (CRC-32 of the JSON document as stored), "tensors": {name: "0x…"}}.
+inline constexpr const char* kChecksumsMetadataKey = "athanor.checksums";
 
 struct CheckpointFile {
   StateDict tensors;    // all tensors, by full name
