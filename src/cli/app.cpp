@@ -1,6 +1,10 @@
 #include "athanor/cli/app.h"
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <new>
+#include <system_error>
 
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
@@ -19,6 +23,19 @@ struct ConfigCommand {
 
 constexpr const char* kConfigHelp =
     "\nConfig keys (override with --key=value or --key value; values are YAML):\n";
+
+// A standard library exception in words a user can act on (std::bad_alloc's what() is only
+// "std::bad_alloc"; a thread that cannot start says only "Resource temporarily unavailable").
+std::string describe(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    return "out of memory (a size in the config may be too large: batch_size, model sizes, "
+           "num_workers)";
+  }
+  if (const auto* s = dynamic_cast<const std::system_error*>(&e)) {
+    return fmt::format("the system refused a resource ({}; too many num_workers?)", s->what());
+  }
+  return e.what();
+}
 
 }  // namespace
 
@@ -81,6 +98,9 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
     } catch (const Error& e) {
       err << "athanor: error: " << e.what() << "\n";
       return 2;
+    } catch (const std::exception& e) {  // std::bad_alloc and the like: never terminate
+      err << "athanor: error: reading the config: " << describe(e) << "\n";
+      return 2;
     }
     if (c.app->count("--print_config") > 0) {
       if (!c.print_config.empty() && c.print_config != "comments") {
@@ -102,8 +122,11 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
     } catch (const FormatError& e) {  // a corrupt dataset or checkpoint
       err << "athanor: error: " << e.what() << "\n";
       return 2;
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {
       err << "athanor: error: " << e.what() << "\n";
+      return 1;
+    } catch (const std::exception& e) {  // std::bad_alloc, std::system_error, ...
+      err << "athanor: error: running '" << c.app->get_name() << "': " << describe(e) << "\n";
       return 1;
     }
   }

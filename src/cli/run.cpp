@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <limits>
 #include <ostream>
 
 #include "athanor/cli/callbacks_config.h"
@@ -87,12 +89,31 @@ train::OptimizerSpec optimizer_spec(const json& m) {
 }
 
 double parse_duration(const std::string& text, const std::string& key) {
-  int d = 0, h = 0, mi = 0, se = 0;
-  char tail = 0;
-  ATH_CHECK(std::sscanf(text.c_str(), "%d:%d:%d:%d%c", &d, &h, &mi, &se, &tail) == 4 && d >= 0 &&
-                h >= 0 && mi >= 0 && se >= 0,
-            cli::ConfigError, "{}: expected a duration DD:HH:MM:SS, got '{}'", key, text);
-  return ((d * 24.0 + h) * 60.0 + mi) * 60.0 + se;
+  // Four non-negative integer fields, each read with from_chars (sscanf's %d overflowed
+  // silently: 4294967296 days read as 0). Any field may exceed its clock range (Lightning's
+  // timedelta takes 90:00 minutes too); the total is bounded instead.
+  constexpr double kMaxDays = 100 * 365.25;
+  int64_t f[4] = {};
+  const char* p = text.data();
+  const char* const end = text.data() + text.size();
+  bool ok = true;
+  for (int i = 0; i < 4 && ok; ++i) {
+    if (i > 0) ok = p != end && *p++ == ':';
+    ok = ok && p != end && *p >= '0' && *p <= '9';  // no sign, no empty field
+    if (!ok) break;
+    const auto [next, ec] = std::from_chars(p, end, f[i]);
+    if (ec == std::errc::result_out_of_range) f[i] = std::numeric_limits<int64_t>::max();
+    p = next;
+  }
+  ATH_CHECK(ok && p == end, cli::ConfigError, "{}: expected a duration DD:HH:MM:SS, got '{}'", key,
+            text);
+  const double seconds = ((static_cast<double>(f[0]) * 24.0 + static_cast<double>(f[1])) * 60.0 +
+                          static_cast<double>(f[2])) *
+                             60.0 +
+                         static_cast<double>(f[3]);
+  ATH_CHECK(seconds <= kMaxDays * 86400.0, cli::ConfigError,
+            "{}: duration '{}' is out of range (at most 100 years, 36525:00:00:00)", key, text);
+  return seconds;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct LoaderBase::Engine {
   int64_t submit = 0;  // the next batch a worker picks up
   std::map<int64_t, Result> results;
   std::optional<std::pair<int64_t, int64_t>> resume;  // loaded (epoch, next_batch)
+  // What ended a worker thread outside a batch (the producer's own errors travel with their
+  // batch): next() rethrows it instead of waiting forever; nothing leaves a thread as terminate.
+  std::exception_ptr worker_failure;
 
   int64_t batches_for(int64_t n) const {
     const int64_t bs = config.batch_size;
@@ -64,6 +68,16 @@ struct LoaderBase::Engine {
   }
 
   void worker_loop() {
+    try {
+      serve();
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!worker_failure) worker_failure = std::current_exception();
+      done_cv.notify_all();
+    }
+  }
+
+  void serve() {
     NoGradGuard no_grad;  // loading never records autograd history
     std::unique_lock lock(mutex);
     const int64_t window = config.num_workers * config.prefetch_factor;
@@ -92,10 +106,13 @@ LoaderBase::LoaderBase(LoaderConfig config, BatchProducer producer)
     : engine_(std::make_unique<Engine>()) {
   ATH_CHECK(config.batch_size >= 1, ValueError, "DataLoader: batch_size must be >= 1, got {}",
             config.batch_size);
-  ATH_CHECK(config.num_workers >= 0, ValueError, "DataLoader: num_workers must be >= 0, got {}",
-            config.num_workers);
-  ATH_CHECK(config.prefetch_factor >= 1, ValueError,
-            "DataLoader: prefetch_factor must be >= 1, got {}", config.prefetch_factor);
+  ATH_CHECK(config.num_workers >= 0 && config.num_workers <= kMaxNumWorkers, ValueError,
+            "DataLoader: num_workers must be in [0, {}], got {} (one thread each; this machine "
+            "has {} cores)",
+            kMaxNumWorkers, config.num_workers, std::thread::hardware_concurrency());
+  ATH_CHECK(config.prefetch_factor >= 1 && config.prefetch_factor <= kMaxPrefetchFactor, ValueError,
+            "DataLoader: prefetch_factor must be in [1, {}], got {}", kMaxPrefetchFactor,
+            config.prefetch_factor);
   ATH_CHECK(config.sampler != nullptr, ValueError, "DataLoader: no sampler");
   engine_->config = std::move(config);
   engine_->producer = std::move(producer);
@@ -147,10 +164,20 @@ void LoaderBase::start_epoch(int64_t epoch) {
     e.end = e.batches_for(static_cast<int64_t>(e.order->size()));
     e.next = e.submit = std::min(first, e.end);
     e.started = true;
-    if (e.workers.empty()) {
+  }
+  // Workers start once, outside the lock (a failed start joins the ones already running).
+  if (e.workers.empty() && e.config.num_workers > 0) {
+    try {
       for (int64_t i = 0; i < e.config.num_workers; ++i) {
         e.workers.emplace_back([&e] { e.worker_loop(); });
       }
+    } catch (const std::system_error& err) {
+      const std::size_t started = e.workers.size();
+      shutdown();
+      ATH_THROW(ValueError,
+                "DataLoader: could not start worker thread {} of num_workers={}: {} (lower "
+                "num_workers)",
+                started + 1, e.config.num_workers, err.what());
     }
   }
   e.work_cv.notify_all();
@@ -169,7 +196,17 @@ std::optional<Batch> LoaderBase::next() {
     lock.unlock();
     r = e.run(ep, *order, k);
   } else {
-    e.done_cv.wait(lock, [&] { return e.results.count(e.next) != 0; });
+    e.done_cv.wait(lock, [&] { return e.results.count(e.next) != 0 || e.worker_failure; });
+    if (e.results.count(e.next) == 0) {
+      try {
+        std::rethrow_exception(e.worker_failure);
+      } catch (const std::exception& err) {
+        ATH_THROW(ValueError,
+                  "DataLoader: a worker thread stopped while loading batch {} of "
+                  "epoch {}: {}",
+                  e.next, e.epoch, err.what());
+      }
+    }
     auto node = e.results.extract(e.next);
     ++e.next;
     lock.unlock();

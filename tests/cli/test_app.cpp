@@ -145,6 +145,15 @@ TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
   EXPECT_NE(r.out.find("test_acc="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("last checkpoint: "), std::string::npos) << r.out;
 
+  // fast_dev_run and barebones switch logging off; the built-in callbacks (LearningRateMonitor
+  // among them) failed with "the Trainer has no logger".
+  for (const char* flag : {"--trainer.fast_dev_run=true", "--trainer.barebones=true"}) {
+    std::vector<std::string> quick = {"fit", "--trainer.max_epochs=1", flag};
+    quick.insert(quick.end(), common.begin(), common.end());
+    CmdResult q = athanor(quick);
+    EXPECT_EQ(q.status, 0) << flag << ": " << q.err;
+  }
+
   // A corrupt checkpoint: exit 2 naming the file, and the good one is untouched.
   const auto junk = dir / "junk.ckpt";
   std::ofstream(junk) << "not a checkpoint";

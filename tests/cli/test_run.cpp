@@ -58,6 +58,19 @@ TEST(CliRun, OptimizerSpecAndTrainerOptionsFollowTheConfig) {
   ASSERT_FALSE(o.callbacks.empty());
   EXPECT_NE(o.callbacks[0]->state_key().find("val_acc"), std::string::npos);
   EXPECT_THROW(parse_duration("1:2:3", "trainer.max_time"), ConfigError);
+  // Overflowing fields were read as 0 by sscanf ("max_time must be positive, got 0 s").
+  for (const char* big : {"4294967296:00:00:00", "99999999999999999999:00:00:00", "36526:0:0:0"}) {
+    try {
+      parse_duration(big, "trainer.max_time");
+      ADD_FAILURE() << big;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("is out of range (at most 100 years"), std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* bad : {"1:2:3:-4", "1:2:3:+4", "1:2:3:4x", ":1:2:3", "1::2:3", "a:b:c:d", ""})
+    EXPECT_THROW(parse_duration(bad, "trainer.max_time"), ConfigError) << bad;
+  EXPECT_DOUBLE_EQ(parse_duration("0:0:90:00", "trainer.max_time"), 5400.0);
 }
 
 TEST(CliRun, RunCommandRejectsMismatchedModelAndData) {

@@ -177,6 +177,16 @@ TEST(DataLoader, DropLastAndSizes) {
   EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
   EXPECT_THROW(DataLoader(ds, {.batch_size = 0}), ValueError);
   EXPECT_THROW(DataLoader(ds, {.num_workers = -1}), ValueError);
+  // num_workers: 100000 aborted the process inside a worker thread; refused up front now.
+  try {
+    DataLoader(ds, {.num_workers = 100000});
+    ADD_FAILURE() << "num_workers=100000 accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("num_workers must be in [0, 256], got 100000"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(DataLoader(ds, {.num_workers = 1, .prefetch_factor = int64_t{1} << 40}), ValueError);
   DataLoader fresh(ds);
   EXPECT_THROW(fresh.next(), ValueError);  // no start_epoch yet
 }

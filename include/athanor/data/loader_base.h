@@ -15,6 +15,11 @@
 
 namespace ath::data::detail {
 
+// Requests past these are refused up front (one thread per worker; the prefetch window is
+// num_workers * prefetch_factor batches held in memory).
+inline constexpr int64_t kMaxNumWorkers = 256;
+inline constexpr int64_t kMaxPrefetchFactor = 1024;
+
 struct LoaderConfig {
   int64_t batch_size = 1;
   bool drop_last = false;

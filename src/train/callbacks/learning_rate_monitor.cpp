@@ -17,7 +17,11 @@ LearningRateMonitor::LearningRateMonitor(LearningRateMonitorOptions options)
 }
 
 void LearningRateMonitor::on_train_start(Trainer& trainer, TrainingModule&) {
-  ATH_CHECK(!trainer.loggers().empty(), ValueError,
+  // fast_dev_run and barebones switch logging off on purpose (Lightning swaps in a dummy
+  // logger there): the monitor then has nothing to do, which is no configuration error.
+  const TrainerOptions& o = trainer.options();
+  const bool logging_switched_off = o.fast_dev_run > 0 || o.barebones;
+  ATH_CHECK(!trainer.loggers().empty() || logging_switched_off, ValueError,
             "LearningRateMonitor: the Trainer has no logger, so there is nowhere to log the "
             "learning rate (add a logger or remove the callback)");
   last_step_logged_ = -1;

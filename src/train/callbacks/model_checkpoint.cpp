@@ -111,6 +111,9 @@ bool ModelCheckpoint::better(double a, double b) const {
 
 void ModelCheckpoint::save(Trainer& trainer) {
   if (trainer.sanity_checking() || trainer.global_step() == last_saved_step_) return;
+  // fast_dev_run and barebones runs write no checkpoints (Lightning skips saving in both), and
+  // barebones logs no metrics to monitor.
+  if (trainer.options().fast_dev_run > 0 || trainer.options().barebones) return;
   const Metrics& metrics = trainer.callback_metrics();
   std::optional<double> score;
   if (!options_.monitor.empty()) {
