@@ -29,13 +29,15 @@ nlohmann::json overrides_json(const ParamGroup& g);
 
 // Range checks shared by the optimizers (PyTorch's messages, with the optimizer's name).
 inline void check_non_negative(double v, const char* what, std::string_view where) {
-  ATH_CHECK(v >= 0.0, ValueError, "{}: invalid {} value {} (must be >= 0)", where, what, v);
+  ATH_CHECK(v >= 0.0 && std::isfinite(v), ValueError,
+            "{}: invalid {} value {} (must be a finite number >= 0)", where, what, v);
 }
 inline void check_lr(double lr, std::string_view where) {
   ATH_CHECK(!std::isnan(lr), ValueError,
             "{}: no lr given (the optimizer's options and the parameter group both leave it unset)",
             where);
-  ATH_CHECK(lr >= 0.0, ValueError, "{}: invalid learning rate {} (must be >= 0)", where, lr);
+  ATH_CHECK(lr >= 0.0 && std::isfinite(lr), ValueError,
+            "{}: invalid learning rate {} (must be a finite number >= 0)", where, lr);
 }
 inline void check_betas(const std::pair<double, double>& b, std::string_view where) {
   ATH_CHECK(b.first >= 0.0 && b.first < 1.0, ValueError,

@@ -3,6 +3,8 @@
 // independence.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "optim_test_util.h"
 #include "support/isa_cap.h"
 
@@ -74,6 +76,10 @@ TEST(Optimizer, BadOptionsNameTheOptimizerAndTheOption) {
   expect_value_error([&] { Adam({a}, {.betas = {1.0, 0.9}}); }, {"Adam", "beta", "index 0"});
   expect_value_error([&] { Adam({a}, {.betas = {0.9, -0.1}}); }, {"Adam", "beta", "index 1"});
   expect_value_error([&] { Adam({a}, {.eps = -1}); }, {"Adam", "epsilon"});
+  // lr: .inf in a config was accepted and trained into NaNs.
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_value_error([&] { Adam({a}, {.lr = inf}); }, {"Adam", "learning rate inf", "finite"});
+  expect_value_error([&] { SGD({a}, {.lr = 0.1, .weight_decay = inf}); }, {"SGD", "finite"});
   expect_value_error([&] { AdamW({a}, {.weight_decay = -0.1}); }, {"AdamW", "weight_decay"});
   expect_value_error([&] { RMSprop({a}, {.alpha = -0.5}); }, {"RMSprop", "alpha"});
   expect_value_error([&] { RMSprop({a}, {.momentum = -0.5}); }, {"RMSprop", "momentum"});

@@ -322,6 +322,20 @@ TEST(ModelCheckpointCallback, UnloggedMonitorIsKeyErrorNamingIt) {
   }
 }
 
+// A bad format spec surfaced as fmt's "invalid type specifier" after the first epoch.
+TEST(ModelCheckpointCallback, BadFilenameTemplateIsRefusedAtConstruction) {
+  try {
+    ModelCheckpoint mc({.filename = "best-{val_acc:%}"});
+    FAIL() << "accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("filename template 'best-{val_acc:%}' has a bad format"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ModelCheckpoint({.filename = "{epoch"}), ValueError);
+  ModelCheckpoint ok({.filename = "{epoch}-{val_loss:.3f}"});  // a good spec still works
+}
+
 TEST(EarlyStoppingCallback, PatienceCountsChecksWithoutImprovement) {
   class M : public Regressor {
    public:

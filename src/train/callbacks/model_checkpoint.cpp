@@ -22,6 +22,20 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std:
   ATH_CHECK(options_.every_n_epochs >= 0 && options_.every_n_train_steps >= 0, ValueError,
             "ModelCheckpoint: every_n_epochs and every_n_train_steps must be >= 0");
   if (options_.filename.empty()) options_.filename = "{epoch}-{step}";
+  // The template is checked now, with a stand-in value for every field, rather than when the
+  // first checkpoint is named (after an epoch of training): '{val_acc:%}' names what to fix.
+  const std::string& t = options_.filename;
+  Metrics stand_ins;
+  for (std::size_t i = t.find('{'); i != std::string::npos; i = t.find('{', i + 1)) {
+    const std::size_t end = t.find_first_of(":}", i + 1);
+    if (end != std::string::npos) stand_ins[t.substr(i + 1, end - i - 1)] = 0.0;
+  }
+  try {
+    (void)format_filename(0, 0, stand_ins);
+  } catch (const fmt::format_error& e) {
+    ATH_THROW(ValueError, "ModelCheckpoint: filename template '{}' has a bad format spec: {}", t,
+              e.what());
+  }
 }
 
 std::string ModelCheckpoint::state_key() const {
