@@ -264,6 +264,8 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
   train::Trainer trainer(opts);
   if (subcommand == "fit") {
     trainer.fit(*task, data.train, data.val, ckpt);
+    if (!trainer.restored_checkpoint().empty())
+      out << "resumed from: " << trainer.restored_checkpoint() << "\n";
     // The main job's report: test the fitted model, say where everything went.
     print_metrics(out, trainer.test(*task, data.test));
     for (const auto& cb : trainer.callbacks()) {
@@ -293,6 +295,8 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
     for (const auto& p : preds) n += p.size(0);
     out << fmt::format("predictions: {} batches, {} samples\n", preds.size(), n);
   }
+  if (subcommand != "fit" && !trainer.restored_checkpoint().empty())
+    out << "checkpoint: " << trainer.restored_checkpoint() << "\n";
   return 0;
 }
 

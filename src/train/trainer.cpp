@@ -182,6 +182,7 @@ void Trainer::setup_run(TrainingModule& module, Stage stage) {
   module_ = &module;
   module.trainer_ = this;
   stage_ = stage;
+  restored_from_.clear();
   in_fit_ = stage == Stage::Fitting;
   should_stop_ = false;
   configure_defaults();

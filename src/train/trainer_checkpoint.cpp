@@ -6,6 +6,7 @@
 
 #include "athanor/core/error.h"
 #include "athanor/core/rng.h"
+#include "athanor/io/safetensors.h"
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/checkpoint.h"
 #include "athanor/train/trainer.h"
@@ -59,28 +60,59 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
   train::save_checkpoint(path, ck);
 }
 
+namespace {
+
+// The best_model_path recorded by `mc`'s state in the newest checkpoint it can find, if that
+// file still exists; "" otherwise. Reads only the header.
+std::string best_from_last_checkpoint(const ModelCheckpoint& mc, const Trainer& trainer) {
+  const std::string last = mc.find_last_checkpoint(trainer);
+  if (last.empty()) return {};
+  const SafetensorsFile file(last);
+  const auto it = file.metadata().find(kCheckpointMetadataKey);
+  if (it == file.metadata().end()) return {};
+  const nlohmann::json meta = nlohmann::json::parse(it->second, nullptr, false);
+  const nlohmann::json* at = &meta;
+  for (const std::string& key :
+       {std::string("callbacks"), mc.state_key(), std::string("best_model_path")}) {
+    if (!at->is_object() || !at->contains(key)) return {};
+    at = &(*at)[key];
+  }
+  std::error_code ec;
+  if (!at->is_string() || !fs::exists(at->get<std::string>(), ec)) return {};
+  return at->get<std::string>();
+}
+
+}  // namespace
+
 std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
   if (ckpt_path != "last" && ckpt_path != "best") {
     ATH_CHECK(fs::exists(ckpt_path), IOError, "Trainer: checkpoint '{}' does not exist", ckpt_path);
     return ckpt_path;
   }
+  std::vector<std::string> searched;
   for (const auto& cb : callbacks_) {
     const auto* mc = dynamic_cast<const ModelCheckpoint*>(cb.get());
     if (mc == nullptr) continue;
     if (ckpt_path == "best") {
-      ATH_CHECK(!mc->best_model_path().empty(), ValueError,
-                "Trainer: ckpt_path=\"best\" but ModelCheckpoint has saved no checkpoint yet "
-                "in this process (give the file path instead)");
-      return mc->best_model_path();
+      if (!mc->best_model_path().empty()) return mc->best_model_path();
+      // A new process: the best path is in the newest checkpoint's ModelCheckpoint state.
+      if (std::string best = best_from_last_checkpoint(*mc, *this); !best.empty()) return best;
+      ATH_THROW(ValueError,
+                "Trainer: ckpt_path=\"best\" but ModelCheckpoint has saved no checkpoint in "
+                "this process, and no earlier checkpoint names a best one (give the file path "
+                "instead)");
     }
-    std::string last = mc->find_last_checkpoint(*this);
+    std::string last = mc->find_last_checkpoint(*this, &searched);
     if (!last.empty()) return last;
   }
-  ATH_CHECK(false, IOError,
-            "Trainer: ckpt_path=\"{}\" but no ModelCheckpoint callback found a checkpoint (looked "
-            "in its dirpath)",
-            ckpt_path);
-  return {};
+  std::string where;
+  for (const auto& d : searched) where += (where.empty() ? "" : ", ") + d;
+  ATH_THROW(IOError,
+            "Trainer: ckpt_path=\"{}\" but no checkpoint was found ({}; give the file path "
+            "instead)",
+            ckpt_path,
+            searched.empty() ? std::string("no ModelCheckpoint callback to say where")
+                             : "looked in " + where);
 }
 
 namespace {
@@ -131,6 +163,7 @@ ResumePosition read_resume_position(const nlohmann::json& meta, const std::strin
 void Trainer::restore(const std::string& ckpt_path, bool full) {
   const std::string path = resolve_checkpoint(ckpt_path);
   CheckpointFile ck = load_checkpoint(path);  // FormatError naming the file
+  restored_from_ = path;
   const nlohmann::json& meta = ck.meta;
   auto need = [&](const char* key) -> const nlohmann::json& {
     ATH_CHECK(meta.contains(key), FormatError, "checkpoint '{}': no '{}' entry", path, key);

@@ -145,6 +145,35 @@ TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
   EXPECT_NE(r.out.find("test_acc="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("last checkpoint: "), std::string::npos) << r.out;
 
+  // "last" in a new run (which logs to a new, empty version_N) finds the previous version's
+  // checkpoint and says which file it loaded; docs/cli.md's `--ckpt_path last` example.
+  std::vector<std::string> test_last = {"test", "--ckpt_path=last"};
+  test_last.insert(test_last.end(), common.begin(), common.end());
+  CmdResult tl = athanor(test_last);
+  ASSERT_EQ(tl.status, 0) << tl.err;
+  EXPECT_NE(
+      tl.out.find(
+          "checkpoint: " +
+          (dir / "runs" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt").string()),
+      std::string::npos)
+      << tl.out;
+  std::vector<std::string> validate_best = {"validate", "--ckpt_path=best"};
+  validate_best.insert(validate_best.end(), common.begin(), common.end());
+  CmdResult vb = athanor(validate_best);
+  ASSERT_EQ(vb.status, 0) << vb.err;
+  EXPECT_NE(vb.out.find("checkpoint: " +
+                        (dir / "runs" / "lightning_logs" / "version_0" / "checkpoints").string()),
+            std::string::npos)
+      << vb.out;
+  CmdResult none =
+      athanor({"test", "--ckpt_path=last", "--data.name=csv", "--data.path=" + csv.string(),
+               "--model.name=tabular_mlp", "--trainer.default_root_dir=" + (dir / "empty").string(),
+               "--trainer.enable_progress_bar=false"});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("no checkpoint was found (looked in " + (dir / "empty").string()),
+            std::string::npos)
+      << none.err;
+
   // fast_dev_run and barebones switch logging off; the built-in callbacks (LearningRateMonitor
   // among them) failed with "the Trainer has no logger".
   for (const char* flag : {"--trainer.fast_dev_run=true", "--trainer.barebones=true"}) {

@@ -128,6 +128,9 @@ class Trainer {
   // The first logger's directory, or default_root_dir without loggers.
   std::string log_dir() const;
   const Source& train_source() const { return train_; }
+  // The checkpoint file the last fit/validate/test/predict loaded ("last" and "best" resolved);
+  // "" when it started from the module as it was.
+  const std::string& restored_checkpoint() const { return restored_from_; }
   // Replaces fit's training source (BatchSizeFinder does, with one built for the batch size it
   // found). Takes effect only before training starts: call it from setup or on_fit_start.
   void set_train_source(Source source);
@@ -187,6 +190,7 @@ class Trainer {
   int64_t global_step_ = 0;
   int64_t batch_idx_ = 0;
   int64_t resume_batch_idx_ = 0;  // where a mid-epoch checkpoint stopped
+  std::string restored_from_;     // see restored_checkpoint()
   int64_t batches_done_ = 0;      // training batches of this epoch completed (incl. the hooks')
   bool is_last_batch_ = false;
   bool should_stop_ = false;

@@ -220,15 +220,13 @@ void ModelCheckpoint::on_train_epoch_end(Trainer& trainer, TrainingModule&) {
   if ((trainer.current_epoch() + 1) % options_.every_n_epochs == 0) save(trainer);
 }
 
-std::string ModelCheckpoint::find_last_checkpoint(const Trainer& trainer) const {
-  std::string dir = dirpath_;
-  if (dir.empty()) {
-    dir = options_.dirpath.empty() ? (fs::path(trainer.log_dir()) / "checkpoints").string()
-                                   : options_.dirpath;
-  }
+namespace {
+
+// The newest checkpoint in dir (last.ckpt first), or "".
+std::string newest_checkpoint_in(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return {};
-  const fs::path last = fs::path(dir) / "last.ckpt";
+  const fs::path last = dir / "last.ckpt";
   if (fs::exists(last, ec)) return last.string();
   fs::path newest;
   fs::file_time_type newest_time{};
@@ -241,6 +239,45 @@ std::string ModelCheckpoint::find_last_checkpoint(const Trainer& trainer) const 
     }
   }
   return newest.string();
+}
+
+// The version number of a "version_<digits>" directory name, or -1.
+int64_t version_of(const std::string& name) {
+  if (!name.starts_with("version_") || name.size() == 8) return -1;
+  int64_t v = 0;
+  for (char c : name.substr(8)) {
+    if (c < '0' || c > '9' || v > (int64_t{1} << 40)) return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string ModelCheckpoint::find_last_checkpoint(const Trainer& trainer,
+                                                  std::vector<std::string>* searched) const {
+  const bool default_dir = options_.dirpath.empty();
+  fs::path dir = dirpath_;
+  if (dir.empty()) {
+    dir = default_dir ? fs::path(trainer.log_dir()) / "checkpoints" : fs::path(options_.dirpath);
+  }
+  if (searched != nullptr) searched->push_back(dir.string());
+  if (std::string found = newest_checkpoint_in(dir); !found.empty() || !default_dir) return found;
+  // A new run logs to a new version_N: the checkpoint to resume is in an earlier one.
+  const fs::path log_dir = fs::path(trainer.log_dir());
+  if (version_of(log_dir.filename().string()) < 0) return {};
+  std::vector<std::pair<int64_t, fs::path>> versions;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(log_dir.parent_path(), ec)) {
+    const int64_t v = version_of(entry.path().filename().string());
+    if (v >= 0 && entry.path() != log_dir) versions.emplace_back(v, entry.path() / "checkpoints");
+  }
+  std::sort(versions.begin(), versions.end(), std::greater<>());
+  for (const auto& [v, d] : versions) {
+    if (searched != nullptr) searched->push_back(d.string());
+    if (std::string found = newest_checkpoint_in(d); !found.empty()) return found;
+  }
+  return {};
 }
 
 }  // namespace ath::train

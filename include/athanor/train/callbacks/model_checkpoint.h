@@ -58,8 +58,12 @@ class ModelCheckpoint : public Callback {
   const std::string& last_model_path() const { return last_path_; }
   const std::map<std::string, double>& best_k_models() const { return best_k_; }
   const std::string& dirpath() const { return dirpath_; }
-  // The newest checkpoint in dirpath (last.ckpt first), for ckpt_path="last"; "" if none.
-  std::string find_last_checkpoint(const Trainer& trainer) const;
+  // For ckpt_path="last": the newest checkpoint (last.ckpt first) in dirpath or, when dirpath is
+  // the default <log_dir>/checkpoints and holds none, in the checkpoints/ of the earlier
+  // version_N directories beside log_dir, newest version first — a new run's own version
+  // directory is still empty. "" if none; `searched` (if given) gets the directories looked in.
+  std::string find_last_checkpoint(const Trainer& trainer,
+                                   std::vector<std::string>* searched = nullptr) const;
   // The file name (without directory and extension) the template gives for these values.
   std::string format_filename(int64_t epoch, int64_t step, const Metrics& metrics) const;
 
