@@ -55,52 +55,132 @@ struct HeaderFault {
   std::string what;
 };
 
-// nlohmann's DOM silently keeps one of two equal keys and nests without limit: this callback
-// rejects duplicates, anything deeper than header -> entry -> shape/offsets array, and arrays
-// longer than any shape (so a 100 MB "[0,0,0,..." costs no gigabytes of JSON values).
-class StrictParse {
+// The header's JSON, read by a SAX handler in one linear pass. nlohmann's DOM silently keeps one
+// of two equal keys and nests without limit, and its callback parser (which could check that)
+// rescans the top-level object after every entry: quadratic, 15 s for 40k tensors. Here the
+// top-level object is never built as a map: each entry's value becomes a small DOM of its own
+// (nlohmann's linear DOM builder), collected in a vector that is sorted by name afterwards, which
+// also finds duplicate names. Inside entries, duplicate keys, anything deeper than entry ->
+// shape/offsets array, and arrays longer than any shape (so a 100 MB "[0,0,0,..." costs no
+// gigabytes of JSON values) are faults.
+class HeaderSax {
  public:
   static constexpr std::size_t kMaxArray = 64;
+  using Items = std::vector<std::pair<std::string, json>>;
 
-  bool operator()(int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth > 2) throw HeaderFault{"nested deeper than a safetensors header can be"};
-        count_element();
-        open_.push_back({event == json::parse_event_t::array_start, 0, {}});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!open_.empty()) open_.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const auto& key = parsed.get_ref<const std::string&>();
-        if (!open_.empty() && !open_.back().keys.insert(key).second) {
-          throw HeaderFault{fmt::format("duplicate key {}", quote_name(key))};
-        }
-        break;
-      }
-      case json::parse_event_t::value:
-        count_element();
-        break;
+  explicit HeaderSax(Items& items) : items_(items) {}
+
+  bool null() {
+    return scalar([](auto& d) { return d.null(); });
+  }
+  bool boolean(bool v) {
+    return scalar([v](auto& d) { return d.boolean(v); });
+  }
+  bool number_integer(json::number_integer_t v) {
+    return scalar([v](auto& d) { return d.number_integer(v); });
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return scalar([v](auto& d) { return d.number_unsigned(v); });
+  }
+  bool number_float(json::number_float_t v, const std::string& s) {
+    return scalar([&](auto& d) { return d.number_float(v, s); });
+  }
+  bool string(std::string& v) {
+    return scalar([&](auto& d) { return d.string(v); });
+  }
+  bool binary(json::binary_t& v) {
+    return scalar([&](auto& d) { return d.binary(v); });
+  }
+
+  bool start_object(std::size_t n) {
+    if (open_.empty()) {  // the header itself
+      open_.push_back({});
+      return true;
     }
-    return true;
+    check_depth();
+    begin_value();
+    open_.push_back({});
+    return dom_->start_object(n);
+  }
+  bool key(std::string& k) {
+    if (open_.size() == 1) {
+      key_ = std::move(k);
+      return true;
+    }
+    if (!open_.back().keys.insert(k).second) {
+      throw HeaderFault{fmt::format("duplicate key {}", quote_name(k))};
+    }
+    return dom_->key(k);
+  }
+  bool end_object() {
+    open_.pop_back();
+    if (open_.empty()) return true;
+    const bool ok = dom_->end_object();
+    end_value();
+    return ok;
+  }
+  bool start_array(std::size_t n) {
+    if (open_.empty()) throw HeaderFault{"header is not a JSON object"};
+    check_depth();
+    begin_value();
+    open_.push_back({.is_array = true});
+    return dom_->start_array(n);
+  }
+  bool end_array() {
+    open_.pop_back();
+    const bool ok = dom_->end_array();
+    end_value();
+    return ok;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    throw HeaderFault{"header is not valid JSON: " + printable(e.what())};
   }
 
  private:
   struct Container {
-    bool is_array;
-    std::size_t elements;
+    bool is_array = false;
+    std::size_t elements = 0;
     std::set<std::string> keys;
   };
-  void count_element() {
-    if (!open_.empty() && open_.back().is_array && ++open_.back().elements > kMaxArray) {
+  using Dom = nlohmann::detail::json_sax_dom_parser<json>;
+
+  template <class Event>
+  bool scalar(Event&& event) {
+    if (open_.empty()) throw HeaderFault{"header is not a JSON object"};
+    begin_value();
+    const bool ok = event(*dom_);
+    end_value();
+    return ok;
+  }
+  // Containers go no deeper than header -> entry -> shape/offsets array.
+  void check_depth() const {
+    if (open_.size() > 2) throw HeaderFault{"nested deeper than a safetensors header can be"};
+  }
+  // A value starts: at the top level, a new entry (and its DOM builder); deeper, an element.
+  void begin_value() {
+    if (open_.size() == 1) {
+      value_ = json();
+      dom_.emplace(value_);
+      return;
+    }
+    Container& c = open_.back();
+    if (c.is_array && ++c.elements > kMaxArray) {
       throw HeaderFault{
           fmt::format("an array of more than {} elements: longer than any shape", kMaxArray)};
     }
   }
+  // A value ended: back at the top level, the entry is complete.
+  void end_value() {
+    if (open_.size() != 1) return;
+    items_.emplace_back(std::move(key_), std::move(value_));
+    dom_.reset();
+  }
+
+  Items& items_;
   std::vector<Container> open_;
+  std::string key_;
+  json value_;
+  std::optional<Dom> dom_;
 };
 
 // A JSON integer in [0, max], or nothing (float, negative, string, ...).
@@ -280,10 +360,18 @@ SafetensorsHeader parse_safetensors_header(std::span<const uint8_t> file, std::s
   h.buffer_size = file.size() - h.buffer_offset;
   const char* text = reinterpret_cast<const char*>(file.data() + 8);
   try {
-    json doc = json::parse(text, text + n, StrictParse{});
-    if (!doc.is_object()) throw HeaderFault{"header is not a JSON object"};
-    h.entries.reserve(doc.size());
-    for (const auto& [key, value] : doc.items()) {  // std::map: name order
+    HeaderSax::Items items;
+    HeaderSax sax(items);
+    json::sax_parse(text, text + n, &sax);
+    std::sort(items.begin(), items.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });  // name order
+    for (std::size_t i = 1; i < items.size(); ++i) {
+      if (items[i].first == items[i - 1].first) {
+        throw HeaderFault{fmt::format("duplicate key {}", quote_name(items[i].first))};
+      }
+    }
+    h.entries.reserve(items.size());
+    for (const auto& [key, value] : items) {
       if (key == "__metadata__") {
         h.metadata = parse_metadata(value);
       } else {

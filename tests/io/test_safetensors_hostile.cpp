@@ -172,7 +172,7 @@ TEST(SafetensorsHostile, ArraysLongerThanAnyShapeStopTheParse) {
   for (int i = 0; i < 100000; ++i) zeros += ",0";
   zeros += "]";
   expect_bad(file_with(one("\"U8\"", zeros, "[0,0]")), "an array of more than 64 elements");
-  expect_bad(file_with(zeros), "an array of more than 64 elements");
+  expect_bad(file_with(zeros), "header is not a JSON object");  // refused at its first byte
 }
 
 TEST(SafetensorsHostile, DataOffsetsNotTwoIntegers) {
