@@ -6,7 +6,8 @@
 //
 //   ./build/bench/bench_isa --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
-// Each benchmark's argument is the level (0 baseline, 1 AVX2, 2 AVX-512), up to the host's. Compare a kernel's rows with each other, never with another host's.
+// Each benchmark's argument is the level (0 baseline, 1 AVX2, 2 AVX-512), up to the host's. Compare
+// a kernel's rows with each other, never with another host's.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
