@@ -4,6 +4,7 @@
 #include <athanor/io/safetensors.h>
 #include <athanor/optim/lr_scheduler.h>
 #include <athanor/train/callbacks/early_stopping.h>
+#include <athanor/train/callbacks/lambda_callback.h>
 #include <athanor/train/callbacks/model_checkpoint.h>
 #include <athanor/train/checkpoint.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 
@@ -99,6 +101,43 @@ TEST(TrainerCheckpoint, ResumeAfterMaxStepsInsideAnEpochIsBitExact) {
   EXPECT_FALSE(loop.at("dataloader").is_null());
   const StateDict resumed = run(13, std::nullopt, d2.path, "last", 0);
   EXPECT_TRUE(testing::bitwise_equal(straight, resumed));
+}
+
+// The other ways a fit ends inside an epoch: max_time, and a stop request from a callback. Where
+// the first run stops does not matter: resuming to 13 steps must equal 13 straight steps.
+TEST(TrainerCheckpoint, ResumeAfterMaxTimeOrAStopRequestIsBitExact) {
+  TempDir d1;
+  const StateDict straight = run(13, std::nullopt, d1.path, "", 0);
+  const std::function<void(TrainerOptions&)> stops[] = {
+      [](TrainerOptions& o) { o.max_time_s = 1e-9; },  // up after the first batch
+      [](TrainerOptions& o) {
+        LambdaHooks h;
+        h.on_train_batch_end = [](Trainer& t, TrainingModule&, const Tensor&, const data::Batch&,
+                                  int64_t) {
+          if (t.global_step() == 7) t.request_stop();
+        };
+        o.callbacks.push_back(std::make_shared<LambdaCallback>(h, "stop"));
+      }};
+  for (const auto& stop : stops) {
+    TempDir d2;
+    {
+      manual_seed(123);
+      ResumeModule m;
+      TrainerOptions o = quiet_options();
+      o.seed = 42;
+      o.callbacks = {std::make_shared<ModelCheckpoint>(
+          ModelCheckpointOptions{.dirpath = d2.path.string(), .save_top_k = 0, .save_last = true})};
+      stop(o);
+      Trainer(o).fit(m, regression_source(5, true), regression_source(2, false, 9));
+    }
+    const CheckpointFile ck = load_checkpoint((d2.path / "last.ckpt").string());
+    const int64_t step = ck.meta.at("global_step").get<int64_t>();
+    EXPECT_GT(step, 0);
+    EXPECT_LT(step, 13);
+    EXPECT_EQ(ck.meta.at("loops").at("fit_loop").at("epoch_finished").get<bool>(), step % 5 == 0);
+    const StateDict resumed = run(13, std::nullopt, d2.path, "last", 0);
+    EXPECT_TRUE(testing::bitwise_equal(straight, resumed)) << "stopped at step " << step;
+  }
 }
 
 TEST(TrainerCheckpoint, EpochEndResumeIsBitExact) {
