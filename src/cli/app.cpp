@@ -111,20 +111,18 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
       out << to_yaml(schema, config, c.print_config == "comments");
       return 0;
     }
+    // One mapping (docs/cli.md): 2 when athanor refused the input — every ath::Error names the
+    // config key, file, checkpoint or value at fault (a config value a constructor rejects, a
+    // checkpoint for another model, corrupt data) — and 1 when the run itself failed (a
+    // non-finite loss under detect_anomaly, out of memory, a system failure).
     try {
       return run_command(c.app->get_name(), config, out);
-    } catch (const ConfigError& e) {
-      err << "athanor: error: " << e.what() << "\n";
-      return 2;
-    } catch (const IOError& e) {  // a missing dataset or checkpoint: the user's input
-      err << "athanor: error: " << e.what() << "\n";
-      return 2;
-    } catch (const FormatError& e) {  // a corrupt dataset or checkpoint
-      err << "athanor: error: " << e.what() << "\n";
-      return 2;
-    } catch (const Error& e) {
+    } catch (const AutogradError& e) {  // training went wrong, not its input
       err << "athanor: error: " << e.what() << "\n";
       return 1;
+    } catch (const Error& e) {
+      err << "athanor: error: " << e.what() << "\n";
+      return 2;
     } catch (const std::exception& e) {  // std::bad_alloc, std::system_error, ...
       err << "athanor: error: running '" << c.app->get_name() << "': " << describe(e) << "\n";
       return 1;

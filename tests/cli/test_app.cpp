@@ -183,6 +183,22 @@ TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
     EXPECT_EQ(q.status, 0) << flag << ": " << q.err;
   }
 
+  // A checkpoint from another optimizer, and a value a constructor rejects: refused input, exit
+  // 2, naming the file or the value (they exited 1, the optimizer error without the file).
+  const std::string sgd_ckpt =
+      (dir / "runs" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt").string();
+  std::vector<std::string> other_opt = {"fit", "--trainer.max_epochs=5", "--ckpt_path=" + sgd_ckpt,
+                                        "--model.optimizer=sgd"};
+  other_opt.insert(other_opt.end(), common.begin(), common.end());
+  CmdResult oo = athanor(other_opt);
+  EXPECT_EQ(oo.status, 2) << oo.err;
+  EXPECT_NE(oo.err.find("checkpoint '" + sgd_ckpt + "': "), std::string::npos) << oo.err;
+  std::vector<std::string> negative = {"fit", "--trainer.max_epochs=-5"};
+  negative.insert(negative.end(), common.begin(), common.end());
+  CmdResult neg = athanor(negative);
+  EXPECT_EQ(neg.status, 2) << neg.err;
+  EXPECT_NE(neg.err.find("max_epochs"), std::string::npos) << neg.err;
+
   // A corrupt checkpoint: exit 2 naming the file, and the good one is untouched.
   const auto junk = dir / "junk.ckpt";
   std::ofstream(junk) << "not a checkpoint";
