@@ -18,6 +18,16 @@ namespace ath {
 
 namespace {
 
+// Per CpuIsa level: ATH_MAX_CPU_ISA's spelling, oneDNN's (ONEDNN_MAX_CPU_ISA), and the words
+// benchmarks print.
+struct IsaNames {
+  std::string_view name, onednn, label;
+};
+constexpr IsaNames kIsaNames[] = {{"baseline", "sse41", "baseline x86-64"},
+                                  {"avx2", "avx2", "AVX2"},
+                                  {"avx512", "avx512_core", "AVX-512"},
+                                  {"avx512_bf16", "avx512_core_bf16", "AVX-512 + AVX512-BF16"}};
+
 CpuIsa detect() {
 #if ATH_X86_DETECT
   __builtin_cpu_init();  // may run before libgcc's own constructor (static initialisers)
@@ -68,36 +78,22 @@ CpuIsa cpu_isa() { return std::min(detected_cpu_isa(), max_cpu_isa()); }
 
 void set_max_cpu_isa(CpuIsa c) { cap().store(static_cast<int8_t>(c), std::memory_order_relaxed); }
 
-std::string_view cpu_isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::Baseline:
-      return "baseline";
-    case CpuIsa::Avx2:
-      return "avx2";
-    case CpuIsa::Avx512:
-      return "avx512";
-    case CpuIsa::Avx512Bf16:
-      return "avx512_bf16";
-  }
-  return "unknown";
-}
+std::string_view cpu_isa_name(CpuIsa isa) { return kIsaNames[static_cast<int>(isa)].name; }
 
 std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {
   std::string s(name);
   for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (s == "baseline" || s == "sse41" || s == "x86-64") return CpuIsa::Baseline;
-  if (s == "avx2") return CpuIsa::Avx2;
-  if (s == "avx512" || s == "avx512_core") return CpuIsa::Avx512;
-  if (s == "avx512_bf16" || s == "avx512_core_bf16" || s == "all") return CpuIsa::Avx512Bf16;
+  for (int i = 0; i < 4; ++i) {
+    if (s == kIsaNames[i].name || s == kIsaNames[i].onednn) return static_cast<CpuIsa>(i);
+  }
   return std::nullopt;
 }
 
 std::string cpu_isa_description() {
-  static constexpr std::string_view kNames[] = {"baseline x86-64", "AVX2", "AVX-512",
-                                                "AVX-512 + AVX512-BF16"};
   const CpuIsa host = detected_cpu_isa(), used = cpu_isa();
-  std::string d(kNames[static_cast<int>(host)]);
-  if (used != host) d += " (capped to " + std::string(kNames[static_cast<int>(used)]) + ")";
+  std::string d(kIsaNames[static_cast<int>(host)].label);
+  if (used != host)
+    d += " (capped to " + std::string(kIsaNames[static_cast<int>(used)].label) + ")";
   return d;
 }
 

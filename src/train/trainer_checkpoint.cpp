@@ -210,16 +210,15 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
           schedulers_[i].load_state_dict(meta["lr_schedulers"][i]);
         }
       }
-    } catch (Error& e) {
-      // A state that does not fit this run (another model, another optimizer): name the file.
-      module_->load_state_dict(saved_module, true);
-      if (saved_opt) optimizer_->load_state_dict(*saved_opt);
-      e.prepend(fmt::format("checkpoint '{}': ", path));
-      throw;
     } catch (...) {
       module_->load_state_dict(saved_module, true);
       if (saved_opt) optimizer_->load_state_dict(*saved_opt);
-      throw;
+      try {
+        throw;
+      } catch (Error& e) {  // a state that does not fit this run (another optimizer): name the file
+        e.prepend(fmt::format("checkpoint '{}': ", path));
+        throw;
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     ATH_CHECK(false, FormatError, "checkpoint '{}': malformed metadata: {}", path, e.what());

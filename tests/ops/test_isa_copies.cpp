@@ -17,8 +17,8 @@ namespace {
 
 using Outputs = std::vector<std::vector<float>>;
 
-// fn's outputs (forward values and input gradients) at each ISA level, compared with baseline's.
-void expect_same_bits_at_every_isa(const std::function<std::vector<Tensor>()>& fn) {
+// fn's outputs (forward values and input gradients) at each ISA level, baseline first.
+std::vector<Outputs> outputs_at_every_isa(const std::function<std::vector<Tensor>()>& fn) {
   std::vector<Outputs> results;
   for (CpuIsa isa : isas_up_to_current()) {
     ScopedMaxCpuIsa cap(isa);
@@ -26,6 +26,12 @@ void expect_same_bits_at_every_isa(const std::function<std::vector<Tensor>()>& f
     for (const Tensor& t : fn()) out.push_back(t.to(kFloat32).to_vector<float>());
     results.push_back(std::move(out));
   }
+  return results;
+}
+
+// fn's outputs at each ISA level, compared bitwise with baseline's.
+void expect_same_bits_at_every_isa(const std::function<std::vector<Tensor>()>& fn) {
+  const std::vector<Outputs> results = outputs_at_every_isa(fn);
   for (std::size_t i = 1; i < results.size(); ++i) {
     ASSERT_EQ(results[i].size(), results[0].size());
     for (std::size_t k = 0; k < results[0].size(); ++k)
@@ -47,14 +53,8 @@ std::vector<Tensor> value_and_grad(const Tensor& x0, const std::function<Tensor(
 TEST(IsaCopies, Gelu) {
   Generator gen(1);
   Tensor x = randn({4099}, {.generator = &gen}) * 3;  // a vector tail at every width
-  std::vector<Outputs> results;
-  for (CpuIsa isa : isas_up_to_current()) {
-    ScopedMaxCpuIsa cap(isa);
-    Outputs out;
-    for (const Tensor& t : value_and_grad(x, [](Tensor t) { return gelu(t); }))
-      out.push_back(t.to_vector<float>());
-    results.push_back(std::move(out));
-  }
+  const std::vector<Outputs> results =
+      outputs_at_every_isa([&] { return value_and_grad(x, [](Tensor t) { return gelu(t); }); });
   for (std::size_t i = 1; i < results.size(); ++i) {
     for (std::size_t k = 0; k < results[0].size(); ++k) {
       for (std::size_t j = 0; j < results[0][k].size(); ++j) {
