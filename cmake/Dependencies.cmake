@@ -3,6 +3,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(ZLIB REQUIRED)  # gzip-compressed IDX files (MNIST)
+find_package(simdjson REQUIRED)  # safetensors headers, validated in one linear pass
 find_package(yaml-cpp REQUIRED)  # run configs and hparams.yaml
 find_package(CLI11 REQUIRED)  # the athanor command line
 

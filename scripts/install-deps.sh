@@ -12,7 +12,8 @@ packages=(
   libomp-dev             # OpenMP for clang builds (scripts/fuzz.sh)
   libdnnl-dev            # oneDNN: GEMM, convolution, pooling primitives
   libfmt-dev             # error messages and printing
-  nlohmann-json3-dev     # golden-value files, safetensors headers
+  nlohmann-json3-dev     # golden-value files, checkpoint metadata, configs as JSON
+  libsimdjson-dev        # safetensors headers (validated in one linear pass)
   zlib1g-dev             # gzip-compressed IDX files (MNIST)
   libyaml-cpp-dev        # run configs (athanor fit --config), hparams.yaml
   libcli11-dev           # the athanor command line
