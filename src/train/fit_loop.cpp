@@ -2,6 +2,7 @@
 // accumulation and clipping), validation scheduling, LR schedulers and stop conditions — in
 // Lightning 2.x's order (docs/trainer.md lists it).
 #include <cmath>
+#include <utility>
 
 #include "athanor/autograd/engine.h"
 #include "athanor/core/error.h"
@@ -74,8 +75,16 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
     return std::holds_alternative<double>(o) ? std::get<double>(o) > 0.0 : std::get<int64_t>(o) > 0;
   }();
   if (!pending_loader_state_.is_null()) {
-    train->load_state_dict(pending_loader_state_);
-    pending_loader_state_ = nullptr;
+    // The dataloader position comes from the checkpoint: a state the loader refuses names it.
+    try {
+      train->load_state_dict(std::exchange(pending_loader_state_, nullptr));
+    } catch (Error& e) {
+      e.prepend(fmt::format("checkpoint '{}': dataloader state: ", restored_from_));
+      throw;
+    } catch (const nlohmann::json::exception& e) {
+      ATH_THROW(FormatError, "checkpoint '{}': malformed dataloader state: {}", restored_from_,
+                e.what());
+    }
   }
   // Overfitting replays epoch 0's batches every epoch.
   train->start_epoch(overfit ? 0 : epoch_);
@@ -164,7 +173,8 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
   current_batch_size_ = batch.size();
   log_scope_ = LogScope::TrainStep;
   ATH_TRAINER_HOOK(on_train_batch_start, batch, batch_idx);
-  Tensor loss = module_->training_step(batch, batch_idx);
+  Tensor loss = run_module_step("training_step", batch_idx, train_.get(),
+                                [&] { return module_->training_step(batch, batch_idx); });
 
   if (module_->automatic_optimization() && loss.defined()) {
     ATH_CHECK(loss.numel() == 1, ShapeError,

@@ -170,7 +170,8 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
     return meta.at(key);
   };
   // Check the whole checkpoint before changing anything, so a bad file leaves the run as it
-  // was; then apply, rolling the module and optimizer back if a later part still fails.
+  // was; then apply, rolling the module, optimizer, schedulers and callbacks back if a later
+  // part still fails (a state that does not fit this run).
   const StateDict weights = ck.section("state_dict");
   ATH_CHECK(!weights.empty(), FormatError, "checkpoint '{}': it holds no module weights", path);
   const bool resumable = full && !meta.value("weights_only", false);
@@ -194,25 +195,55 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
                 meta["lr_schedulers"].size(), schedulers_.size());
       pos = read_resume_position(meta, path, num_train_batches_, accumulate_);
     }
+    // The resumable part, applied after the module's weights: optimizer, schedulers, callback
+    // states, datamodule state, loop position, RNG (last: nothing after it can fail).
+    auto apply_resume_state = [&] {
+      if (optimizer_) {
+        optimizer_->load_state_dict(
+            {meta["optimizer_states"][0], ck.section("optimizer_states.0")});
+      }
+      for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+        schedulers_[i].load_state_dict(meta["lr_schedulers"][i]);
+      }
+      const nlohmann::json& cbs = meta.at("callbacks");
+      for (const auto& cb : callbacks_) {
+        auto it = cbs.find(cb->state_key());
+        if (it != cbs.end()) cb->load_state_dict(*it);
+      }
+      if (datamodule_ != nullptr && meta.contains("datamodule")) {
+        datamodule_->load_state_dict(meta.at("datamodule"));
+      }
+      global_step_ = pos.global_step;
+      epoch_ = pos.epoch + (pos.finished ? 1 : 0);
+      resume_batch_idx_ = pos.finished ? 0 : pos.next_batch;
+      pending_loader_state_ =
+          pos.finished ? nlohmann::json() : meta.at("loops").at("fit_loop").at("dataloader");
+      accumulate_ = pos.accumulate;
+      Generator& g = default_generator();
+      g.manual_seed(meta.at("rng").at("seed").get<uint64_t>());
+      g.set_offset(meta.at("rng").at("offset").get<uint64_t>());
+    };
+    // Snapshots of everything applying can change, for the rollback below.
     const StateDict module_backup = module_->state_dict();
     StateDict saved_module;
     for (const auto& [k, t] : module_backup) saved_module.insert(k, t.clone());
     std::optional<optim::OptimizerState> saved_opt;
     if (optimizer_) saved_opt = optimizer_->state_dict();
+    std::vector<nlohmann::json> saved_schedulers, saved_callbacks;
+    for (const auto& s : schedulers_) saved_schedulers.push_back(s.state_dict());
+    for (const auto& cb : callbacks_) saved_callbacks.push_back(cb->state_dict());
     try {
       module_->load_state_dict(weights, /*strict=*/true);
-      if (resumable) {
-        if (optimizer_) {
-          optimizer_->load_state_dict(
-              {meta["optimizer_states"][0], ck.section("optimizer_states.0")});
-        }
-        for (std::size_t i = 0; i < schedulers_.size(); ++i) {
-          schedulers_[i].load_state_dict(meta["lr_schedulers"][i]);
-        }
-      }
+      if (resumable) apply_resume_state();
     } catch (...) {
       module_->load_state_dict(saved_module, true);
       if (saved_opt) optimizer_->load_state_dict(*saved_opt);
+      for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+        schedulers_[i].load_state_dict(saved_schedulers[i]);
+      }
+      for (std::size_t i = 0; i < callbacks_.size(); ++i) {
+        callbacks_[i]->load_state_dict(saved_callbacks[i]);
+      }
       try {
         throw;
       } catch (Error& e) {  // a state that does not fit this run (another optimizer): name the file
@@ -226,28 +257,6 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
   if (!resumable) {
     module_->on_load_checkpoint(meta);
     return;
-  }
-  try {
-    const nlohmann::json& loop = meta.at("loops").at("fit_loop");
-    global_step_ = pos.global_step;
-    epoch_ = pos.epoch + (pos.finished ? 1 : 0);
-    resume_batch_idx_ = pos.finished ? 0 : pos.next_batch;
-    pending_loader_state_ = pos.finished ? nlohmann::json() : loop.at("dataloader");
-    accumulate_ = pos.accumulate;
-    const nlohmann::json& cbs = meta.at("callbacks");
-    for (const auto& cb : callbacks_) {
-      auto it = cbs.find(cb->state_key());
-      if (it != cbs.end()) cb->load_state_dict(*it);
-    }
-    Generator& g = default_generator();
-    g.manual_seed(meta.at("rng").at("seed").get<uint64_t>());
-    g.set_offset(meta.at("rng").at("offset").get<uint64_t>());
-    if (datamodule_ != nullptr && meta.contains("datamodule")) {
-      datamodule_->load_state_dict(meta.at("datamodule"));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    ATH_CHECK(false, FormatError, "checkpoint '{}': malformed loop/callback state: {}", path,
-              e.what());
   }
   for (const auto& cb : callbacks_) cb->on_load_checkpoint(*this, *module_, meta);
   module_->on_load_checkpoint(meta);

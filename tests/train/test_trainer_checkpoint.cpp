@@ -140,6 +140,65 @@ TEST(TrainerCheckpoint, ResumeAfterMaxTimeOrAStopRequestIsBitExact) {
   }
 }
 
+// Early stopping ends the straight run at an epoch end. A run cut short before that and resumed
+// must stop at the same step with the same weights: the callback's best score and wait count
+// travel in the checkpoint (without them the resumed run would wait longer).
+TEST(TrainerCheckpoint, ResumeWithEarlyStoppingStopsWhereTheStraightRunStops) {
+  auto fit = [](const fs::path& dir, int64_t max_steps, const std::string& ckpt_path) {
+    manual_seed(123);
+    ResumeModule m;
+    TrainerOptions o = quiet_options();
+    o.seed = 42;
+    o.max_epochs = 20;
+    o.max_steps = max_steps;
+    o.callbacks = {
+        std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
+            .dirpath = dir.string(), .save_top_k = 0, .save_last = true, .every_n_train_steps = 1}),
+        // Nothing counts as an improvement after the first check: stops after 3 epochs.
+        std::make_shared<EarlyStopping>(
+            EarlyStoppingOptions{.monitor = "val_loss", .min_delta = 1e9, .patience = 2})};
+    Trainer t(o);
+    t.fit(m, regression_source(5, true), regression_source(2, false, 9), ckpt_path);
+    return std::pair{m.state_dict(), t.global_step()};
+  };
+  TempDir d1, d2;
+  const auto [straight, straight_steps] = fit(d1.path, -1, "");
+  EXPECT_EQ(straight_steps, 15);  // early stopping, not max_epochs, ended it
+  fit(d2.path, 7, "");            // inside epoch 1, one check without improvement so far
+  const auto [resumed, resumed_steps] = fit(d2.path, -1, "last");
+  EXPECT_EQ(resumed_steps, straight_steps);
+  EXPECT_TRUE(testing::bitwise_equal(straight, resumed));
+}
+
+// A fit that dies of an exception resumes from its last periodic checkpoint as if never stopped.
+TEST(TrainerCheckpoint, ResumeAfterAnExceptionIsBitExact) {
+  TempDir d1, d2;
+  const StateDict straight = run(13, std::nullopt, d1.path, "", 1);
+  {
+    manual_seed(123);
+    ResumeModule m;
+    TrainerOptions o = quiet_options();
+    o.seed = 42;
+    LambdaHooks h;
+    h.on_train_batch_end = [](Trainer& t, TrainingModule&, const Tensor&, const data::Batch&,
+                              int64_t) {
+      if (t.global_step() == 8) throw IOError("the data server went away");
+    };
+    o.callbacks = {
+        std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{.dirpath = d2.path.string(),
+                                                                 .save_top_k = 0,
+                                                                 .save_last = true,
+                                                                 .every_n_train_steps = 1}),
+        std::make_shared<LambdaCallback>(h, "dies")};
+    EXPECT_THROW(Trainer(o).fit(m, regression_source(5, true), regression_source(2, false, 9)),
+                 IOError);
+  }
+  const CheckpointFile ck = load_checkpoint((d2.path / "last.ckpt").string());
+  EXPECT_EQ(ck.meta.at("global_step").get<int64_t>(), 8);
+  const StateDict resumed = run(13, std::nullopt, d2.path, "last", 1);
+  EXPECT_TRUE(testing::bitwise_equal(straight, resumed));
+}
+
 TEST(TrainerCheckpoint, EpochEndResumeIsBitExact) {
   TempDir d1, d2;
   const StateDict straight = run(-1, 3, d1.path, "", 0);
