@@ -40,11 +40,12 @@ Metrics Trainer::run_evaluation(Stage stage, Source source, int64_t limit) {
     log_scope_ = scope;
     if (testing) {
       ATH_TRAINER_HOOK(on_test_batch_start, *batch, i);
-      module_->test_step(*batch, i);
+      run_module_step("test_step", i, source.get(), [&] { module_->test_step(*batch, i); });
       ATH_TRAINER_HOOK(on_test_batch_end, *batch, i);
     } else {
       ATH_TRAINER_HOOK(on_validation_batch_start, *batch, i);
-      module_->validation_step(*batch, i);
+      run_module_step("validation_step", i, source.get(),
+                      [&] { module_->validation_step(*batch, i); });
       ATH_TRAINER_HOOK(on_validation_batch_end, *batch, i);
     }
   }
@@ -137,7 +138,8 @@ std::vector<Tensor> Trainer::predict(TrainingModule& module, Source source,
       std::optional<data::Batch> batch = source->next();
       if (!batch) break;
       ATH_TRAINER_HOOK(on_predict_batch_start, *batch, i);
-      Tensor y = module.predict_step(*batch, i);
+      Tensor y = run_module_step("predict_step", i, source.get(),
+                                 [&] { return module.predict_step(*batch, i); });
       ATH_TRAINER_HOOK(on_predict_batch_end, y, *batch, i);
       outputs.push_back(std::move(y));
     }

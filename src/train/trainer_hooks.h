@@ -2,6 +2,7 @@
 // and the guard that tells TrainingModule::log which hook it is called from.
 #pragma once
 
+#include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
 
 namespace ath::train {
@@ -10,6 +11,31 @@ template <class F, class G>
 void Trainer::call_hooks(F&& callback_hook, G&& module_hook) {
   for (const auto& cb : callbacks_) callback_hook(*cb);
   module_hook();
+}
+
+// Runs one of the module's steps. When an op refuses the batch — a shape, dtype or index that
+// does not fit the model (ShapeError, DTypeError, IndexError), reported by the layer that noticed
+// — the error gains the step, the batch and where the data came from. Other errors (the user's
+// own) pass unchanged.
+template <class F>
+decltype(auto) run_module_step(const char* step, int64_t batch_idx, const data::BatchSource* source,
+                               F&& f) {
+  auto add_context = [&](Error& e) {
+    const std::string data = source != nullptr ? source->describe() : std::string();
+    e.prepend(fmt::format("{} (batch {}{}): ", step, batch_idx, data.empty() ? "" : " of " + data));
+  };
+  try {
+    return f();
+  } catch (ShapeError& e) {
+    add_context(e);
+    throw;
+  } catch (DTypeError& e) {
+    add_context(e);
+    throw;
+  } catch (IndexError& e) {
+    add_context(e);
+    throw;
+  }
 }
 
 }  // namespace ath::train

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/temp_dir.h"
 #include "train/trainer_fixtures.h"
 
 namespace ath::train {
@@ -70,6 +71,37 @@ TEST(TrainerFailures, ThrowingCollateStopsFitAndKeepsEarlierFilesIntact) {
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, 5);
   fs::remove_all(dir);
+}
+
+// Data whose shape does not fit the model: the error keeps its type and the layer's words, and
+// names the step, the batch and the data file.
+TEST(TrainerFailures, DataThatDoesNotFitTheModelNamesTheDataFile) {
+  ath::testing::TempDir dir;
+  const std::string csv = dir.file("three_features.csv");
+  std::ofstream(csv) << "a,b,c,y\n1,2,3,0.5\n4,5,6,1.5\n";
+  auto ds = std::make_shared<data::CsvDataset>(
+      data::CsvOptions{.path = csv, .target = "y", .target_kind = data::CsvTarget::Float});
+  TrainerOptions o = testing::quiet_options();
+  o.max_epochs = 1;
+  testing::Regressor m;  // Linear(4 -> 1): one feature too many for this file
+  for (bool validate : {false, true}) {
+    Trainer t(o);
+    auto loader = data::make_loader(ds, {.batch_size = 2});
+    try {
+      if (validate) {
+        t.validate(m, loader);
+      } else {
+        t.fit(m, loader);
+      }
+      FAIL() << "a [2, 3] batch cannot go through Linear(4 -> 1)";
+    } catch (const ShapeError& e) {
+      const std::string msg = e.what();
+      const std::string step = validate ? "validation_step" : "training_step";
+      EXPECT_NE(msg.find(step + " (batch 0 of CsvDataset('" + csv + "')): "), std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("linear"), std::string::npos) << msg;
+    }
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "athanor/data/batch.h"
 
@@ -35,6 +36,8 @@ class BatchSource {
   // Position within the epoch: enough to resume at the next batch.
   virtual nlohmann::json state_dict() const = 0;
   virtual void load_state_dict(const nlohmann::json& state) = 0;
+  // Where the batches come from, for messages ("CsvDataset('houses.csv')"); empty if unknown.
+  virtual std::string describe() const { return {}; }
 };
 
 }  // namespace ath::data

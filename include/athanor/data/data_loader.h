@@ -70,6 +70,7 @@ class DataLoader : public detail::LoaderBase {
 
   const D& dataset() const { return *dataset_; }
   const Options& options() const { return options_; }
+  std::string describe() const override { return dataset_->name(); }
 
  private:
   static detail::LoaderConfig config(const D& dataset, const Options& o) {
@@ -141,6 +142,7 @@ class IterableLoader : public BatchSource {
   }
 
   int64_t num_batches() const override { return -1; }
+  std::string describe() const override { return dataset_->name(); }
 
   void start_epoch(int64_t epoch) override {
     epoch_ = epoch;
