@@ -1,5 +1,6 @@
 #include "athanor/optim/adagrad.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -47,7 +48,7 @@ struct AdagradKernel {
     const T* __restrict gd = a.g;
     T* __restrict sumd = a.sum;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       const T p = pd[i];
       T g = gd[i] * a.gsign;

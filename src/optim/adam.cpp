@@ -1,5 +1,6 @@
 #include "athanor/optim/adam.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -64,7 +65,7 @@ struct AdamKernel {
     T* __restrict vd = a.v;
     T* __restrict vmaxd = a.vmax;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       T p = pd[i];
       T g = gd[i] * a.gsign;
@@ -97,7 +98,8 @@ void adam_step(Optimizer& opt, const O& o, std::vector<Tensor>& params,
     Tensor m = detail::state_tensor(st, target->param, "exp_avg");
     Tensor v = detail::state_tensor(st, target->param, "exp_avg_sq");
     Tensor vmax = o.amsgrad ? detail::state_tensor(st, target->param, "max_exp_avg_sq") : Tensor();
-    const auto [beta1, beta2] = o.betas;
+    // Named copies, not a structured binding: the kernel lambda captures them (clang 14).
+    const auto beta1 = std::get<0>(o.betas), beta2 = std::get<1>(o.betas);
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
     const double step_size = o.lr / bias_correction1;

@@ -1,5 +1,6 @@
 #include "athanor/optim/adamax.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -49,7 +50,7 @@ struct AdamaxKernel {
     T* __restrict md = a.m;
     T* __restrict ud = a.u;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       const T p = pd[i];
       T g = gd[i] * a.gsign;
@@ -84,7 +85,8 @@ void Adamax::step_group(std::size_t g) {
     const double step = (st.scalars["step"] += 1);
     Tensor m = detail::state_tensor(st, target->param, "exp_avg");
     Tensor u = detail::state_tensor(st, target->param, "exp_inf");
-    const auto [beta1, beta2] = o.betas;
+    // Named copies, not a structured binding: the kernel lambda captures them (clang 14).
+    const auto beta1 = std::get<0>(o.betas), beta2 = std::get<1>(o.betas);
     const double clr = o.lr / (1 - std::pow(beta1, step));
     detail::dispatch_update(target->param, [&]<class T>() {
       AdamaxKernel::Args<T> a{target->param.data<T>(),

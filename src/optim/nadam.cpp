@@ -1,5 +1,6 @@
 #include "athanor/optim/nadam.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -50,7 +51,7 @@ struct NAdamKernel {
     T* __restrict md = a.m;
     T* __restrict vd = a.v;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       T p = pd[i];
       T g = gd[i];
@@ -88,7 +89,8 @@ void NAdam::step_group(std::size_t g) {
     const double step = (st.scalars["step"] += 1);
     Tensor m = detail::state_tensor(st, target->param, "exp_avg");
     Tensor v = detail::state_tensor(st, target->param, "exp_avg_sq");
-    const auto [beta1, beta2] = o.betas;
+    // Named copies, not a structured binding: the kernel lambda captures them (clang 14).
+    const auto beta1 = std::get<0>(o.betas), beta2 = std::get<1>(o.betas);
     const double bias_correction2 = 1 - std::pow(beta2, step);
     const double mu = beta1 * (1. - 0.5 * std::pow(0.96, step * o.momentum_decay));
     const double mu_next = beta1 * (1. - 0.5 * std::pow(0.96, (step + 1) * o.momentum_decay));

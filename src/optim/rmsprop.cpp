@@ -1,5 +1,6 @@
 #include "athanor/optim/rmsprop.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -54,7 +55,7 @@ struct RMSpropKernel {
     T* __restrict gad = a.ga;
     T* __restrict bufd = a.buf;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       const T p = pd[i];
       T g = gd[i] * a.gsign;

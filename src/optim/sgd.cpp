@@ -1,5 +1,6 @@
 #include "athanor/optim/sgd.h"
 
+#include "athanor/core/loop_hints.h"
 #include "optimizer_with.h"
 #include "update_loop.h"
 
@@ -50,7 +51,7 @@ struct SGDKernel {
     const T* __restrict gd = a.g;
     T* __restrict bufd = a.buf;
     // The arrays are distinct tensors: no dependence between iterations.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t i = begin; i < end; ++i) {
       const T p = pd[i];
       T d = gd[i] * a.gsign;

@@ -59,8 +59,6 @@ Tensor cross_entropy_ref(const Tensor& x, const Tensor& target, const ClassOpts&
   const Layout l = layout(x.shape());
   std::vector<double> xv = values(x), w = weights_or_ones(o.weight, l.c);
   std::vector<int64_t> t = target.to(kInt64).to_vector<int64_t>();
-  double wsum = 0;
-  for (double v : w) wsum += v;
   std::vector<double> per(t.size());
   double nll_sum = 0, smooth_sum = 0, wt_sum = 0;
   for (int64_t p = 0; p < static_cast<int64_t>(t.size()); ++p) {

@@ -15,6 +15,8 @@
 //
 // Back-to-back kernels still find their threads awake; idle threads sleep soon after. A
 // GOMP_SPINCOUNT or OMP_WAIT_POLICY already in the environment wins (and means no re-exec).
+// KMP_BLOCKTIME=1 (ms) is the same policy for LLVM's libomp, the runtime of code clang compiles
+// (the sanitizer build's athanor; the release build is GCC's, all libgomp).
 // Under valgrind, set GOMP_SPINCOUNT yourself: valgrind does not follow the re-exec by default.
 // athanor's own executables (tests, benchmarks, examples) use this.
 #pragma once
@@ -34,11 +36,13 @@ inline void short_openmp_spin_preinit(int, char** argv, char** env) {
     }
   }
   static char spin[] = "GOMP_SPINCOUNT=10000";
+  static char blocktime[] = "KMP_BLOCKTIME=1";
   auto** with_spin =
-      static_cast<char**>(std::calloc(static_cast<std::size_t>(n) + 2, sizeof(char*)));
+      static_cast<char**>(std::calloc(static_cast<std::size_t>(n) + 3, sizeof(char*)));
   if (with_spin == nullptr) return;
   for (int i = 0; i < n; ++i) with_spin[i] = env[i];
   with_spin[n] = spin;
+  with_spin[n + 1] = blocktime;
   ::execve("/proc/self/exe", argv, with_spin);
   std::free(with_spin);  // exec failed: carry on with libgomp's default
 }

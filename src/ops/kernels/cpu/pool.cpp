@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "athanor/core/loop_hints.h"
 #include "athanor/core/parallel.h"
 #include "athanor/ops/conv.h"
 #include "athanor/tensor/grad_mode.h"
@@ -53,7 +54,7 @@ __attribute__((always_inline)) inline void max_pool_2x2_plane(const T* __restric
     const int64_t base = 2 * oy * in_w;
     // Branch-free selects (the compiler vectorizes them): starting from the first element is
     // the general loop's "-inf, then take v if v > best or v is NaN" for every input.
-#pragma GCC ivdep
+    ATH_IVDEP
     for (int64_t ox = 0; ox < out_w; ++ox) {
       const C a = static_cast<C>(r0[2 * ox]), b = static_cast<C>(r0[2 * ox + 1]);
       const C c = static_cast<C>(r1[2 * ox]), d = static_cast<C>(r1[2 * ox + 1]);
