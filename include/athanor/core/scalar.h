@@ -4,10 +4,21 @@
 
 #include <concepts>
 #include <cstdint>
+#include <limits>
 
 #include "athanor/core/dtype.h"
 
 namespace ath {
+
+// Floating -> integer as a defined operation for every input (C++ leaves NaN, infinities and
+// values out of the target's range undefined): NaN gives 0, the rest saturate to T's range.
+template <std::integral T, std::floating_point F>
+constexpr T saturating_cast(F v) {
+  if (v != v) return T{0};
+  if (v <= static_cast<F>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<F>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
 
 class Scalar {
  public:
@@ -20,9 +31,7 @@ class Scalar {
         d_(static_cast<double>(v)) {}
   template <std::floating_point F>
   Scalar(F v)
-      : kind_(ScalarKind::Floating),
-        i_(static_cast<int64_t>(v)),  // NOLINT
-        d_(static_cast<double>(v)) {}
+      : kind_(ScalarKind::Floating), i_(saturating_cast<int64_t>(v)), d_(static_cast<double>(v)) {}
 
   ScalarKind kind() const { return kind_; }
   bool is_floating() const { return kind_ == ScalarKind::Floating; }
@@ -33,7 +42,7 @@ class Scalar {
     if constexpr (std::is_same_v<T, bool>)
       return d_ != 0;
     else if constexpr (std::is_integral_v<T>)
-      return kind_ == ScalarKind::Floating ? static_cast<T>(d_) : static_cast<T>(i_);
+      return kind_ == ScalarKind::Floating ? saturating_cast<T>(d_) : static_cast<T>(i_);
     else
       return static_cast<T>(static_cast<float>(d_));
   }

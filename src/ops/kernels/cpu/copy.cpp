@@ -3,6 +3,9 @@
 // Memory contract: reads the source once per element, writes every element of out once.
 #include "athanor/ops/copy.h"
 
+#include <cstdint>
+#include <limits>
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #include <xmmintrin.h>
@@ -14,12 +17,27 @@
 namespace ath::kernels {
 namespace {
 
+// Floating -> int32/int64 as x86's truncating conversions (cvttss2si, cvttsd2si) do it, and so
+// as PyTorch does on x86, but as defined C++ (a plain cast of NaN or of a value out of range is
+// undefined behaviour): truncation toward zero, and I's minimum, the "integer indefinite", for
+// NaN, infinities and values out of range.
+template <class I, class F>
+I x86_truncate(F v) {
+  constexpr F lo = -static_cast<F>(uint64_t{1} << (8 * sizeof(I) - 1));
+  return v >= lo && v < -lo ? static_cast<I>(v) : std::numeric_limits<I>::min();
+}
+
 template <class Src, class Dst>
 Dst convert(compute_t<Src> v) {
+  using C = compute_t<Src>;
   if constexpr (std::is_same_v<Dst, bool>) {
-    return v != compute_t<Src>(0);
+    return v != C(0);
   } else if constexpr (std::is_same_v<Dst, Half> || std::is_same_v<Dst, BFloat16>) {
     return Dst(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<C> && std::is_integral_v<Dst>) {
+    // Narrow types take the int32 result's low bits, as the compiled cast does.
+    if constexpr (sizeof(Dst) == 8) return static_cast<Dst>(x86_truncate<int64_t>(v));
+    return static_cast<Dst>(x86_truncate<int32_t>(v));
   } else {
     return static_cast<Dst>(v);
   }
