@@ -1,14 +1,21 @@
-"""Writes the seed corpus for fuzz_safetensors into fuzz/corpus/safetensors/.
+"""Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
 
-Valid files of every dtype and a few shapes, plus broken ones near the interesting boundaries
-(truncation, overlap, holes, bad dtypes, duplicate keys, bad BOOL bytes). Plain Python, no torch:
+safetensors: valid files of every dtype and a few shapes, plus broken ones near the interesting
+boundaries (truncation, overlap, holes, bad dtypes, duplicate keys, bad BOOL bytes). idx: raw and
+gzip image and label files, and broken ones. csv: class and float targets, odd spacing, bad
+cells. config: YAML run configs with overrides (anchors and aliases included). Plain Python, no
+torch:
     python3 fuzz/make_corpus.py
+The checkpoint corpus is real checkpoints, written by the fuzz target itself (see
+fuzz/fuzz_checkpoint.cpp).
 """
+import gzip
 import json
 import os
 import struct
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "safetensors")
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+OUT = os.path.join(CORPUS, "safetensors")
 SIZES = {"BOOL": 1, "U8": 1, "F16": 2, "BF16": 2, "I32": 4, "F32": 4, "F64": 8, "I64": 8}
 
 
@@ -62,10 +69,80 @@ def main():
                             '"data_offsets":[0,0]}}'),
         "bad_header_length": struct.pack("<Q", 1 << 40) + b"{}",
     }
+    write_seeds(OUT, files)
+    write_seeds(os.path.join(CORPUS, "idx"), idx_seeds())
+    write_seeds(os.path.join(CORPUS, "csv"), csv_seeds())
+    write_seeds(os.path.join(CORPUS, "config"), config_seeds())
+
+
+def write_seeds(out, files):
+    os.makedirs(out, exist_ok=True)
     for name, data in files.items():
-        with open(os.path.join(OUT, name), "wb") as f:
+        with open(os.path.join(out, name), "wb") as f:
             f.write(data)
-    print(f"wrote {len(files)} seeds to {OUT}")
+    print(f"wrote {len(files)} seeds to {out}")
+
+
+def idx(dims, data=None, type_byte=0x08):
+    n = 1
+    for d in dims:
+        n *= d
+    if data is None:
+        data = bytes((i * 29) % 256 for i in range(n))
+    return bytes([0, 0, type_byte, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
+
+
+def idx_seeds():
+    images = idx([2, 3, 3])
+    return {
+        "valid_images": images,
+        "valid_labels": idx([5], bytes([0, 9, 3, 3, 1])),
+        "valid_images_gz": gzip.compress(images, mtime=0),
+        "valid_empty": idx([0, 28, 28]),
+        "bad_magic": b"\x00\x00\x08\x00" + images[4:],
+        "bad_type_float": idx([2], b"\x00" * 8, type_byte=0x0D),
+        "bad_truncated": images[:-2],
+        "bad_trailing": images + b"x",
+        "bad_gz_truncated": gzip.compress(images, mtime=0)[:-6],
+    }
+
+
+def csv_seeds():
+    # The first byte picks the target kind (even: class labels, odd: float values).
+    class_kind, float_kind = b"\x00", b"\x01"
+    return {
+        "class": class_kind + b"a,b,label\n1,2,0\n3.5,-4e2,1\n\n0,0,2\n",
+        "float": float_kind + b"x, y ,price\n1, 2, 3.25\n-1,1e-3,nan\n",
+        "one_column": class_kind + b"label\n1\n0\n",
+        "header_only": float_kind + b"a,b\n",
+        "bad_cell": class_kind + b"a,b\n1,x\n",
+        "bad_label": class_kind + b"a,b\n1,1e300\n2,9223372036854775807\n",
+        "bad_row": float_kind + b"a,b,c\n1,2\n",
+    }
+
+
+def config_seeds():
+    # The YAML file, then NUL-separated command-line overrides.
+    def cfg(yaml_text, *args):
+        return yaml_text.encode() + b"".join(b"\x00" + a.encode() for a in args)
+    run = ("seed_everything: 7\n"
+           "trainer:\n  max_epochs: 2\n  accumulate_grad_batches: 2\n"
+           "  gradient_clip_val: 0.5\n  max_time: \"00:00:10:00\"\n"
+           "  callbacks:\n  - class_path: ModelCheckpoint\n    init_args: {monitor: val_loss,"
+           " filename: \"{epoch}-{val_loss:.2f}\", save_top_k: 2}\n"
+           "  - class_path: EarlyStopping\n    init_args: {monitor: val_loss, patience: 3}\n"
+           "model:\n  name: fashion_cnn\n  optimizer: adam\n  lr: 1.0e-3\n"
+           "data:\n  name: fashion-mnist\n  batch_size: 64\n")
+    return {
+        "run": cfg(run),
+        "run_overrides": cfg(run, "--trainer.max_epochs=5", "--model.lr", "0.01",
+                             "--trainer.callbacks=[EarlyStopping]"),
+        "anchors": cfg("model: &m {lr: 0.1}\ntrainer: {max_epochs: 1}\ndata: {batch_size: 8}\n"),
+        "alias_cycle": cfg("model: {betas: &x [*x]}\n"),
+        "empty": cfg("", "--trainer={max_epochs: 2}"),
+        "section_override": cfg("trainer:\n  max_steps: 10\n", "--data.root=2024",
+                                "--ckpt_path=last"),
+    }
 
 
 if __name__ == "__main__":

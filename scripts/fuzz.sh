@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang-14 (coverage + AddressSanitizer + UBSan) in build-fuzz/
-# and runs each over its committed seed corpus plus a bounded number of generated inputs.
+# Builds the libFuzzer targets (the sanitizer preset: clang-14, coverage + AddressSanitizer +
+# UBSan, build-asan/) and runs each over its committed seed corpus plus a bounded number of
+# generated inputs: safetensors, checkpoint, config (YAML + overrides), idx, csv.
 # New corpus entries go to a scratch copy, never into the repository; a finding (crash, sanitizer
-# report, an exception other than ath::FormatError) is saved under build-fuzz/ and fails the run.
+# report, a broken property, an exception the reader must not throw) is saved under build-asan/
+# and fails the run.
 #
-#   scripts/fuzz.sh            # 200000 runs (~5000/s on 2 cores), capped at 60 s
-#   scripts/fuzz.sh 5000000 0  # a longer session: runs, then seconds (0: no cap)
+#   scripts/fuzz.sh                   # every target: 200000 runs or 30 s, whichever comes first
+#   scripts/fuzz.sh 10000000 0 idx    # a campaign: runs, seconds (0: no cap), targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-200000}
-max_time=${2:-60}
-jobs=$(nproc)
+max_time=${2:-30}
+shift $(($# < 2 ? $# : 2))
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors checkpoint config idx csv)
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j"$jobs"
+cmake --preset asan >/dev/null
+cmake --build --preset asan --target fuzz_targets -j"$(nproc)"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp fuzz/corpus/safetensors/* "$work/"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-build-fuzz/fuzz/fuzz_safetensors -runs="$runs" -max_total_time="$max_time" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -dict=fuzz/safetensors.dict -artifact_prefix=build-fuzz/ -print_final_stats=1 "$work"
-echo "fuzz: fuzz_safetensors found nothing (up to $runs runs)"
+for target in "${targets[@]}"; do
+  work=$(mktemp -d)
+  cp fuzz/corpus/"$target"/* "$work/"
+  max_len=4096
+  [ "$target" = checkpoint ] && max_len=16384  # a real checkpoint of the small module is ~3 KB
+  dict=()
+  [ -f fuzz/"$target".dict ] && dict=(-dict=fuzz/"$target".dict)
+  echo "== fuzz_$target"
+  build-asan/fuzz/fuzz_"$target" -runs="$runs" -max_total_time="$max_time" -max_len=$max_len \
+    -timeout=10 -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix=build-asan/fuzz_"$target"- \
+    -print_final_stats=1 "$work" 2>&1 | grep -v "^#[0-9]" || { rm -rf "$work"; exit 1; }
+  rm -rf "$work"
+  echo "fuzz: fuzz_$target found nothing (up to $runs runs, $max_time s)"
+done

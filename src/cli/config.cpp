@@ -302,6 +302,7 @@ void apply_override(const Schema& schema, json& config, const Override& o) {
   if (spec != nullptr && spec->value_type() == ValueType::kString) {
     const bool null_text =
         spec->accepts_null() && (o.value.empty() || o.value == "null" || o.value == "~");
+    detail::require_utf8(o.value, w.source);
     YAML::Node n = null_text ? YAML::Node() : YAML::Node(o.value);
     if (!null_text) n.SetTag("!");  // read as if quoted: the text itself
     config[pointer(o.key)] = coerce(*spec, n, o.key, w);

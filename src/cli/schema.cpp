@@ -254,6 +254,11 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   std::string best;
   std::size_t best_d = limit + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: skipping those keeps a hostile
+    // 1 MB key from costing a 1 MB x key-length table per candidate.
+    const std::size_t gap =
+        word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap >= best_d) continue;
     const std::size_t d = edit_distance(word, c);
     if (d < best_d) {
       best_d = d;

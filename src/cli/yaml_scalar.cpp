@@ -1,5 +1,7 @@
 #include "yaml_scalar.h"
 
+#include <simdjson.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -125,6 +127,10 @@ struct GraphCheck {
           "multiply; write the values out or use fewer alias levels)",
           source, kMaxYamlNodes));
     }
+    if (node.IsScalar()) {
+      require_utf8(node.Scalar(),
+                   fmt::format("{}:{}: a YAML string", source, node.Mark().line + 1));
+    }
     if (!node.IsSequence() && !node.IsMap()) return;
     path.push_back(node);
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -140,6 +146,12 @@ struct GraphCheck {
 };
 
 }  // namespace
+
+void require_utf8(std::string_view text, const std::string& what) {
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    throw ConfigError(fmt::format("{} is not valid UTF-8 (configs are UTF-8 text)", what));
+  }
+}
 
 void check_yaml_graph(const YAML::Node& root, const std::string& source) {
   GraphCheck{.source = source}.visit(root);

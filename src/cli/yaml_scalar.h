@@ -26,8 +26,12 @@ nlohmann::json yaml_node_to_json(const YAML::Node& node);
 inline constexpr int kMaxYamlDepth = 64;
 inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 
-// Throws ConfigError naming `source` for a cycle, a document nested too deeply, or one whose
-// aliases expand past the limits.
+// Throws ConfigError naming `source` for a cycle, a document nested too deeply, one whose
+// aliases expand past the limits, or a string (key or value) that is not valid UTF-8 (JSON,
+// YAML output and messages all need UTF-8; found by fuzz_config).
 void check_yaml_graph(const YAML::Node& root, const std::string& source);
+
+// Throws ConfigError "<what> is not valid UTF-8 ..." unless `text` is.
+void require_utf8(std::string_view text, const std::string& what);
 
 }  // namespace ath::cli::detail

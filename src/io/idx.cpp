@@ -90,26 +90,34 @@ Tensor read_idx(const std::string& path) {
   const std::size_t header = 4 * static_cast<std::size_t>(ndims);
   ATH_CHECK(in.read(dim_bytes, header) == header, FormatError,
             "{}: truncated inside the {} dims of the IDX header", path, ndims);
+  // numel, and the product of the non-zero dims, must both fit int64: a zero dim does not make
+  // [0, 2^32-1, 2^32-1, 2^32-1] a shape athanor can hold (its strides would overflow).
   Shape shape;
-  uint64_t numel = 1;
+  uint64_t numel = 1, nonzero = 1;
   bool overflow = false;
   for (int d = 0; d < ndims; ++d) {
     const uint8_t* b = dim_bytes + 4 * d;
     uint64_t size = (uint64_t{b[0]} << 24) | (uint64_t{b[1]} << 16) | (uint64_t{b[2]} << 8) | b[3];
     shape.push_back(static_cast<int64_t>(size));
-    if (size != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size) {
-      overflow = true;
+    if (size != 0) {
+      if (nonzero > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size) {
+        overflow = true;
+      } else {
+        nonzero *= size;
+      }
     }
     numel *= size;
   }
   ATH_CHECK(!overflow, FormatError, "{}: IDX dims {} overflow", path, to_string(shape));
 
-  // Read in bounded steps rather than allocating what the (untrusted) dims claim up front.
+  // Read in growing steps (64 KiB, doubling up to 64 MiB) rather than allocating what the
+  // (untrusted) dims claim up front: a short file with huge dims costs what it holds.
   auto data = std::make_unique<std::vector<uint8_t>>();
-  data->reserve(static_cast<std::size_t>(std::min<uint64_t>(numel, uint64_t{1} << 26)));
+  data->reserve(static_cast<std::size_t>(std::min<uint64_t>(numel, uint64_t{1} << 16)));
   while (data->size() < numel) {
     std::size_t at = data->size();
-    std::size_t step = static_cast<std::size_t>(std::min<uint64_t>(numel - at, uint64_t{1} << 26));
+    const uint64_t chunk = std::clamp<uint64_t>(at, uint64_t{1} << 16, uint64_t{1} << 26);
+    std::size_t step = static_cast<std::size_t>(std::min<uint64_t>(numel - at, chunk));
     data->resize(at + step);
     std::size_t got = in.read(data->data() + at, step);
     if (got < step) {

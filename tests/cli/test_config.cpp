@@ -169,6 +169,26 @@ TEST(CliConfig, OverridesInBothForms) {
   EXPECT_EQ(resolve({f.path()}, {"--trainer.max_epochs=6"})["trainer"]["max_epochs"], 6);
 }
 
+// A huge unknown key costs no edit-distance table per candidate (found by fuzz_config): keys far
+// longer than any known one are compared by length alone.
+TEST(CliConfig, HugeUnknownKeyIsRefusedQuickly) {
+  const std::string key(1 << 20, 'k');
+  EXPECT_NE(error_of([&] { resolve({}, {"--trainer." + key + "=1"}); }).find("unknown key"),
+            std::string::npos);
+}
+
+// Strings that are not UTF-8 are refused where they enter, in a file or an argument: JSON, the
+// printed config and messages all need UTF-8 (found by fuzz_config: --print_config aborted).
+TEST(CliConfig, StringsMustBeUtf8) {
+  TempFile f("data:\n  root: \"ab\xf8\"\n");
+  EXPECT_NE(error_of([&] { resolve({f.path()}, {}); }).find(":2: a YAML string is not valid UTF-8"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve({}, {"--data.root=ab\xc3"}); }).find("is not valid UTF-8"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve({}, {"--trainer={\"k\xff\": 1}"}); }).find("not valid UTF-8"),
+            std::string::npos);
+}
+
 TEST(CliConfig, UnknownKeysSuggestTheClosest) {
   TempFile f("trainer:\n  max_epoch: 3\n");
   EXPECT_EQ(

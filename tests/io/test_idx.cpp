@@ -172,6 +172,10 @@ TEST(Idx, DimsProductOverflow) {
   testing::TempDir dir;
   testing::write_bytes(dir.file("o"), idx_header(0x08, {0xffffffffu, 0xffffffffu, 0xffffffffu}));
   EXPECT_NE(format_error(dir.file("o")).find("overflow"), std::string::npos);
+  // A zero dim does not excuse the others: their product must still fit (found by fuzz_idx).
+  testing::write_bytes(dir.file("zero"),
+                       idx_header(0x08, {0, 0xffffffffu, 0xffffffffu, 0xffffffffu}));
+  EXPECT_NE(format_error(dir.file("zero")).find("overflow"), std::string::npos);
   testing::write_bytes(dir.file("rank"), idx_header(0x08, std::vector<uint32_t>(13, 1)));
   EXPECT_NE(format_error(dir.file("rank")).find("13 dims"), std::string::npos);
 }
