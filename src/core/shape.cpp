@@ -6,10 +6,19 @@
 
 namespace ath {
 
+// Shapes come from files and users: a product past int64 is a ShapeError, never an overflow. A
+// zero dim does not excuse the others (their product is what the strides hold).
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  bool empty = false;
+  for (int64_t d : s) {
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(n, d, &n)) {
+      ATH_THROW(ShapeError, "shape {} has more elements than int64 can count", to_string(s));
+    }
+  }
+  return empty ? 0 : n;
 }
 
 Strides contiguous_strides(const Shape& s) {
@@ -17,7 +26,9 @@ Strides contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (std::size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc)) {
+      ATH_THROW(ShapeError, "shape {} has more elements than int64 can count", to_string(s));
+    }
   }
   return st;
 }

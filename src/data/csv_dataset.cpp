@@ -92,6 +92,13 @@ CsvDataset::CsvDataset(CsvOptions options) : options_(std::move(options)) {
       ATH_CHECK(!cell.empty() && ec == std::errc() && end == cell.data() + cell.size(), FormatError,
                 "CsvDataset: '{}' line {}, column {} ('{}'): '{}' is not a number", path, line_no,
                 c + 1, header[c], cell);
+      // Features and float targets are stored as float32: a finite value past its range would
+      // silently become inf. (Class labels have their own integer range check below.)
+      const bool class_label = c == target_col && options_.target_kind == CsvTarget::Class;
+      ATH_CHECK(
+          class_label || !std::isfinite(v) || std::abs(v) <= std::numeric_limits<float>::max(),
+          FormatError, "CsvDataset: '{}' line {}, column {} ('{}'): '{}' is out of float32's range",
+          path, line_no, c + 1, header[c], cell);
       row[c] = v;
     }
     for (std::size_t c : feature_cols) feats.push_back(static_cast<float>(row[c]));

@@ -147,8 +147,10 @@ SafetensorsEntry parse_entry(std::string_view name, sj::dom::element value, uint
                                   dims.size(), kMaxDims)};
   }
   // numel in u64 with overflow checks, in order, as the reference does (so [2^40, 2^40, 0] is
-  // rejected even though its product is 0).
-  uint64_t numel = 1;
+  // rejected even though its product is 0); and, beyond the reference, the non-zero dims'
+  // product must fit int64 however the zeros are placed ([0, 2^40, 2^40] too): athanor's strides
+  // hold it.
+  uint64_t numel = 1, nonzero = 1;
   std::size_t i = 0;
   for (sj::dom::element dim : dims) {
     auto d = as_count(dim, std::numeric_limits<int64_t>::max());
@@ -160,7 +162,11 @@ SafetensorsEntry parse_entry(std::string_view name, sj::dom::element value, uint
     if (*d != 0 && numel > std::numeric_limits<uint64_t>::max() / *d) {
       throw HeaderFault{fmt::format("{}: shape {} overflows", entry_name(name), text_of(*shape))};
     }
+    if (*d != 0 && nonzero > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / *d) {
+      throw HeaderFault{fmt::format("{}: shape {} overflows", entry_name(name), text_of(*shape))};
+    }
     numel *= *d;
+    if (*d != 0) nonzero *= *d;
     ++i;
   }
   const uint64_t itemsize = element_size(e.dtype);

@@ -28,6 +28,18 @@ TEST(Shape, NormalizeDims) {
   EXPECT_EQ(contiguous_strides(Shape{2, 3, 4}), (Strides{12, 4, 1}));
 }
 
+// A shape whose size int64 cannot count is a ShapeError, also when a zero dim makes numel 0
+// (the strides still hold the product of the others).
+TEST(Shape, ElementCountsPastInt64AreShapeErrors) {
+  const int64_t big = int64_t{1} << 32;
+  EXPECT_EQ(numel(Shape{0, 3, 4}), 0);
+  EXPECT_EQ(numel(Shape{big, big / 2 - 1}), big * (big / 2 - 1));
+  EXPECT_THROW(numel(Shape{big, big}), ShapeError);
+  EXPECT_THROW(numel(Shape{big, big, 0}), ShapeError);
+  EXPECT_THROW(contiguous_strides(Shape{0, big, big}), ShapeError);
+  EXPECT_EQ(contiguous_strides(Shape{0, 2, 3}), (Strides{6, 3, 1}));
+}
+
 TEST(Shape, SmallVecRejectsTooManyDims) {
   Shape s;
   for (std::size_t i = 0; i < kMaxDims; ++i) s.push_back(1);

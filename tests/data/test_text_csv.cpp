@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "athanor/athanor.h"
@@ -119,6 +120,19 @@ TEST(DataCsv, ClassLabelsOutOfRangeAreFormatErrors) {
   CsvDataset ok({.path = dir.file("ok.csv"), .target = "label"});
   EXPECT_EQ(ok.get(0).second.item<int64_t>(), 2147483647);
   EXPECT_EQ(ok.get(1).second.item<int64_t>(), -100);
+}
+
+// A finite feature past float32's range would silently become inf (found by fuzz_csv).
+TEST(DataCsv, FeaturesPastFloat32RangeAreFormatErrors) {
+  ath::testing::TempDir dir;
+  write_text(dir.file("big.csv"), "a,b,label\n1,2,0\n3,1e42,1\n");
+  const std::string msg =
+      message_of([&] { CsvDataset({.path = dir.file("big.csv"), .target = "label"}); });
+  EXPECT_NE(msg.find("line 3, column 2 ('b'): '1e42' is out of float32's range"), std::string::npos)
+      << msg;
+  write_text(dir.file("inf.csv"), "a,label\ninf,0\nnan,1\n");  // written as such: kept
+  CsvDataset ok({.path = dir.file("inf.csv"), .target = "label"});
+  EXPECT_TRUE(std::isinf(ok.get(0).first[0].item<float>()));
 }
 
 // A FIFO blocked open() forever; directories and FIFOs are refused before opening.

@@ -158,6 +158,8 @@ TEST(SafetensorsHostile, ShapeProductOverflow) {
   expect_bad(file_with(one("\"U8\"", "[4294967296,4294967296]", "[0,0]")), "overflows");
   // Overflow before a later zero still counts, as in the reference.
   expect_bad(file_with(one("\"U8\"", "[4294967296,4294967296,0]", "[0,0]")), "overflows");
+  // And a zero first does not hide it (found by fuzz_safetensors: the strides overflowed).
+  expect_bad(file_with(one("\"U8\"", "[0,4294967296,4294967296]", "[0,0]")), "overflows");
   // numel fits in u64 but numel * itemsize does not fit athanor's int64 byte counts.
   expect_bad(file_with(one("\"F64\"", "[2305843009213693952]", "[0,0]")), "overflows");
 }
