@@ -31,7 +31,7 @@ for target in "${targets[@]}"; do
   echo "== fuzz_$target"
   build-asan/fuzz/fuzz_"$target" -runs="$runs" -max_total_time="$max_time" -max_len=$max_len \
     -timeout=10 -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix=build-asan/fuzz_"$target"- \
-    -print_final_stats=1 "$work" 2>&1 | grep -v "^#[0-9]" || { rm -rf "$work"; exit 1; }
+    -print_funcs=0 -print_final_stats=1 "$work" 2>&1 | grep -v "^#[0-9]" || { rm -rf "$work"; exit 1; }
   rm -rf "$work"
   echo "fuzz: fuzz_$target found nothing (up to $runs runs, $max_time s)"
 done
