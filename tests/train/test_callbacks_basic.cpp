@@ -1,9 +1,11 @@
 // LambdaCallback, OnExceptionCheckpoint, GradientAccumulationScheduler, Timer and
 // LearningRateMonitor with Lightning's semantics.
 #include <athanor/optim/lr_scheduler.h>
+#include <athanor/train/callbacks/early_stopping.h>
 #include <athanor/train/callbacks/gradient_accumulation_scheduler.h>
 #include <athanor/train/callbacks/lambda_callback.h>
 #include <athanor/train/callbacks/learning_rate_monitor.h>
+#include <athanor/train/callbacks/model_checkpoint.h>
 #include <athanor/train/callbacks/on_exception_checkpoint.h>
 #include <athanor/train/callbacks/timer.h>
 #include <athanor/train/checkpoint.h>
@@ -53,6 +55,26 @@ TEST(LambdaCallbackTest, CallsTheHooksThatAreSet) {
                                          "val_end",   "epoch_start 1", "batch 0", "batch 1",
                                          "val_end",   "fit_end"};
   EXPECT_EQ(events, want);
+}
+
+// The keys of a checkpoint's "callbacks" section are Lightning's: the class name and a Python
+// dict repr of the options (Callback._generate_state_key), so checkpoints read alike in both.
+TEST(CallbackStateKeys, AreLightningsPythonReprKeys) {
+  EXPECT_EQ(ModelCheckpoint(ModelCheckpointOptions{.monitor = "val_loss"}).state_key(),
+            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, "
+            "'every_n_epochs': 1, 'train_time_interval': None}");
+  EXPECT_EQ(
+      ModelCheckpoint(ModelCheckpointOptions{
+                          .mode = "max", .every_n_epochs = 0, .train_time_interval_s = 90061.5})
+          .state_key(),
+      "ModelCheckpoint{'monitor': None, 'mode': 'max', 'every_n_train_steps': 0, "
+      "'every_n_epochs': 0, 'train_time_interval': datetime.timedelta(days=1, "
+      "seconds=3661, microseconds=500000)}");
+  EXPECT_EQ(EarlyStopping(EarlyStoppingOptions{.monitor = "val_acc", .mode = "max"}).state_key(),
+            "EarlyStopping{'monitor': 'val_acc', 'mode': 'max'}");
+  // Python's quoting: double quotes around a text holding a single quote.
+  EXPECT_EQ(EarlyStopping(EarlyStoppingOptions{.monitor = "it's"}).state_key(),
+            "EarlyStopping{'monitor': \"it's\", 'mode': 'min'}");
 }
 
 TEST(LambdaCallbackTest, StateKeysAndOnException) {

@@ -8,6 +8,7 @@
 
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
+#include "state_key.h"
 
 namespace ath::train {
 
@@ -22,7 +23,8 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(
 }
 
 std::string EarlyStopping::state_key() const {
-  return fmt::format("EarlyStopping{{monitor={}, mode={}}}", options_.monitor, options_.mode);
+  return detail::lightning_state_key("EarlyStopping",
+                                     {{"monitor", options_.monitor}, {"mode", options_.mode}});
 }
 
 nlohmann::json EarlyStopping::state_dict() const {

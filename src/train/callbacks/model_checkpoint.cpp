@@ -9,6 +9,7 @@
 
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
+#include "state_key.h"
 
 namespace ath::train {
 
@@ -40,12 +41,17 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std:
 
 std::string ModelCheckpoint::state_key() const {
   // Lightning's key: the options that make two checkpoint callbacks different.
-  return fmt::format(
-      "ModelCheckpoint{{monitor={}, mode={}, every_n_train_steps={}, "
-      "every_n_epochs={}, train_time_interval={}}}",
-      options_.monitor.empty() ? "None" : options_.monitor, options_.mode,
-      options_.every_n_train_steps, options_.every_n_epochs,
-      options_.train_time_interval_s ? fmt::format("{}", *options_.train_time_interval_s) : "None");
+  using detail::PyValue;
+  const PyValue monitor = options_.monitor.empty() ? PyValue() : PyValue(options_.monitor);
+  const PyValue interval = options_.train_time_interval_s
+                               ? PyValue(detail::PyTimedelta{*options_.train_time_interval_s})
+                               : PyValue();
+  return detail::lightning_state_key("ModelCheckpoint",
+                                     {{"monitor", monitor},
+                                      {"mode", options_.mode},
+                                      {"every_n_train_steps", options_.every_n_train_steps},
+                                      {"every_n_epochs", options_.every_n_epochs},
+                                      {"train_time_interval", interval}});
 }
 
 nlohmann::json ModelCheckpoint::state_dict() const {

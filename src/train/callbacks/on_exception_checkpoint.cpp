@@ -7,6 +7,7 @@
 
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
+#include "state_key.h"
 
 namespace ath::train {
 
@@ -18,7 +19,8 @@ OnExceptionCheckpoint::OnExceptionCheckpoint(std::string dirpath, std::string fi
 }
 
 std::string OnExceptionCheckpoint::state_key() const {
-  return fmt::format("OnExceptionCheckpoint{{dirpath={}, filename={}}}", dirpath_, filename_);
+  return detail::lightning_state_key("OnExceptionCheckpoint",
+                                     {{"dirpath", dirpath_}, {"filename", filename_}});
 }
 
 void OnExceptionCheckpoint::on_exception(Trainer& trainer, TrainingModule&, const std::exception&) {
