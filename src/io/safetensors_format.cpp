@@ -325,6 +325,19 @@ SafetensorsHeader parse_safetensors_header(std::span<const uint8_t> file, std::s
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | file[static_cast<std::size_t>(i)];
+  // The most common wrong file is PyTorch's own format (torch.save: a zip archive, or a bare
+  // pickle before PyTorch 1.6; what Lightning writes as .ckpt). Its first bytes read as an
+  // impossible header length; say what it is instead. (A real header never gets here.)
+  if (n > kSafetensorsMaxHeader || n > file.size() - 8) {
+    const bool zip = file[0] == 'P' && file[1] == 'K' && file[2] == 3 && file[3] == 4;
+    const bool pickle = file[0] == 0x80 && file[1] >= 2 && file[1] <= 5;
+    if (zip || pickle) {
+      throw fail(
+          "this is a PyTorch checkpoint (torch.save's zip/pickle format, e.g. a Lightning .ckpt), "
+          "not safetensors: convert it with tools/lightning_ckpt_to_athanor.py (see "
+          "docs/trainer.md)");
+    }
+  }
   if (n > kSafetensorsMaxHeader) {
     throw fail(fmt::format("header length {} exceeds the {}-byte limit", n, kSafetensorsMaxHeader));
   }

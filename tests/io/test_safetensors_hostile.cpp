@@ -241,6 +241,25 @@ TEST(SafetensorsHostile, MetadataNotAStringMap) {
   expect_bad(file_with(R"({"__metadata__":{"k":["v"]}})"), "value for \"k\" is not a string");
 }
 
+// PyTorch's own checkpoint formats (a Lightning .ckpt) are named as such, with the way out.
+TEST(SafetensorsHostile, PyTorchCheckpointsAreRecognized) {
+  const std::string zip = std::string("PK\x03\x04\x14\x00\x00\x00", 8) + "archive/data.pkl";
+  const std::string pickle = std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46", 8) + "legacy";
+  for (const std::string& bytes : {zip, pickle}) {
+    try {
+      parse_safetensors(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                        "epoch=2-step=1407.ckpt");
+      ADD_FAILURE() << "parsed a PyTorch checkpoint";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("epoch=2-step=1407.ckpt: this is a PyTorch checkpoint"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("tools/lightning_ckpt_to_athanor.py"),
+                std::string::npos);
+    }
+  }
+}
+
 TEST(SafetensorsHostile, NestingDeeperThanAHeader) {
   expect_bad(file_with(R"({"t":{"shape":[[1]]}})"), "nested deeper");
   // Deep nesting is rejected at the first level too deep, without recursing into it (the JSON
