@@ -11,7 +11,7 @@
 //   Mlp model;
 //   Tensor logits = model(images);          // operator() runs forward and the forward hooks
 //   model.named_parameters();               // {"fc1.weight", ...}, {"fc1.bias", ...}, ...
-//   model.load_state_dict(load_safetensors("mlp.safetensors"));
+//   model.load_state_dict(load_safetensors("mlp.safetensors").tensors);
 //
 // Modules are neither copyable nor movable: parents keep pointers to children registered as
 // members. A child made at run time is registered as a shared_ptr, and the parent co-owns it.

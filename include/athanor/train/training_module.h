@@ -9,12 +9,12 @@
 //     }
 //     Tensor forward(const Tensor& x) override { return (*net_)(x); }
 //     Tensor training_step(const data::Batch& batch, int64_t) override {
-//       Tensor loss = ops::cross_entropy(forward(batch[0]), batch[1]);
+//       Tensor loss = cross_entropy(forward(batch[0]), batch[1]);
 //       log("train_loss", loss, {.prog_bar = true});
 //       return loss;
 //     }
 //     void validation_step(const data::Batch& batch, int64_t) override {
-//       log("val_loss", ops::cross_entropy(forward(batch[0]), batch[1]));
+//       log("val_loss", cross_entropy(forward(batch[0]), batch[1]));
 //     }
 //     OptimizerConfig configure_optimizers() override {
 //       return {std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-3})};
