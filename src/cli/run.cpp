@@ -199,10 +199,16 @@ RunData build_data(const json& config) {
     const bool fashion = name == "fashion-mnist";
     const double mean = fashion ? 0.2860 : 0.1307, std = fashion ? 0.3530 : 0.3081;
     const std::string root = d.at("root").get<std::string>();
-    auto train_set = std::make_shared<data::MnistFolder>(
-        data::MnistOptions{.root = root, .train = true, .mean = mean, .std = std});
-    auto test_set = std::make_shared<data::MnistFolder>(
-        data::MnistOptions{.root = root, .train = false, .mean = mean, .std = std});
+    std::shared_ptr<data::MnistFolder> train_set, test_set;
+    try {
+      train_set = std::make_shared<data::MnistFolder>(
+          data::MnistOptions{.root = root, .train = true, .mean = mean, .std = std});
+      test_set = std::make_shared<data::MnistFolder>(
+          data::MnistOptions{.root = root, .train = false, .mean = mean, .std = std});
+    } catch (IOError& e) {  // the data is missing: say which setting points at it
+      e.prepend("data.root: ");
+      throw;
+    }
     loaders(train_set, test_set);
   } else if (name == "text") {
     ATH_CHECK(!d.at("path").is_null(), cli::ConfigError, "data.name text needs data.path (a file)");

@@ -15,8 +15,8 @@ std::string find_idx(const std::string& root, const std::string& stem, const std
   if (std::filesystem::exists(raw, ec)) return raw;
   ATH_THROW(IOError,
             "{}: no file '{}' or '{}' (install the Debian package dataset-fashion-mnist for "
-            "/usr/share/datasets/fashion-mnist, or set .root to a folder with the MNIST-format "
-            "IDX files)",
+            "/usr/share/datasets/fashion-mnist, or point the root at a folder with the "
+            "MNIST-format IDX files)",
             kind, gz, raw);
 }
 

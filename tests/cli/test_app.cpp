@@ -214,6 +214,9 @@ TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("/nonexistent/fm"), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("dataset-fashion-mnist"), std::string::npos) << missing.err;
+  // In the command line's words: the setting to change, not a C++ option.
+  EXPECT_NE(missing.err.find("error: data.root: "), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.err.find(".root to"), std::string::npos) << missing.err;
   std::filesystem::remove_all(dir);
 }
 
