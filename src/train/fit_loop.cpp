@@ -2,6 +2,7 @@
 // accumulation and clipping), validation scheduling, LR schedulers and stop conditions — in
 // Lightning 2.x's order (docs/trainer.md lists it).
 #include <cmath>
+#include <string_view>
 #include <utility>
 
 #include "athanor/autograd/engine.h"
@@ -195,11 +196,24 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
     }
     Tensor scaled = accumulate_ > 1 ? loss / static_cast<double>(accumulate_) : loss;
     ATH_TRAINER_HOOK(on_before_backward, scaled);
-    if (options_.detect_anomaly) {
-      DetectAnomalyGuard anomaly;
-      backward({scaled});
-    } else {
-      backward({scaled});
+    try {
+      if (options_.detect_anomaly) {
+        DetectAnomalyGuard anomaly;
+        backward({scaled});
+      } else {
+        backward({scaled});
+      }
+    } catch (AutogradError& e) {
+      // The usual cause is a backward() inside training_step: the autograd message's remedy
+      // (retain_graph) would be the wrong one here.
+      if (std::string_view(e.what()).find("a second time") != std::string_view::npos) {
+        e.prepend(
+            "Trainer: the loss training_step returned was already backpropagated. Under automatic "
+            "optimization the Trainer runs backward itself: remove the backward() call from "
+            "training_step (or call set_automatic_optimization(false) and use manual_backward). "
+            "Autograd said: ");
+      }
+      throw;
     }
     ATH_TRAINER_HOOK(on_after_backward);
     ++accumulated_;

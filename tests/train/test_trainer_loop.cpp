@@ -285,6 +285,30 @@ TEST(TrainerLoop, OverfitBatchesReplaysTheSameBatches) {
   EXPECT_EQ(m.seen[1], m.seen[3]);
 }
 
+// A backward() inside training_step under automatic optimization: the error says the Trainer
+// runs backward, not autograd's "pass retain_graph=true".
+TEST(TrainerLoop, BackwardInsideTrainingStepSaysTheTrainerRunsIt) {
+  struct M : testing::Regressor {
+    Tensor training_step(const data::Batch& batch, int64_t) override {
+      Tensor loss = mse_loss(forward(batch[0]), batch[1]);
+      loss.backward();
+      return loss;
+    }
+  } m;
+  TrainerOptions o = testing::quiet_options();
+  o.max_epochs = 1;
+  try {
+    Trainer(o).fit(m, testing::regression_source(2));
+    FAIL() << "the second backward should fail";
+  } catch (const AutogradError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("Trainer: the loss training_step returned was already backpropagated", 0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("manual_backward"), std::string::npos) << msg;
+  }
+}
+
 TEST(TrainerLoop, ManualOptimization) {
   class M : public Regressor {
    public:
