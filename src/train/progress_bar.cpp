@@ -46,9 +46,11 @@ int stream_fd(const std::ostream* out) {
 }
 
 std::string stage_label(const std::string& stage, int64_t epoch, int64_t max_epochs) {
+  // Epochs count from 0, as current_epoch(), metrics.csv and checkpoint names do, and as
+  // Lightning's bars show them (RichProgressBar's "Epoch 0/9": the current and the last index).
   if (stage == "train") {
-    return max_epochs > 0 ? fmt::format("Epoch {}/{}", epoch + 1, max_epochs)
-                          : fmt::format("Epoch {}", epoch + 1);
+    return max_epochs > 0 ? fmt::format("Epoch {}/{}", epoch, max_epochs - 1)
+                          : fmt::format("Epoch {}", epoch);
   }
   if (stage == "validate" || stage == "val" || stage == "validation") return "Validation";
   if (stage == "test") return "Testing";

@@ -27,9 +27,9 @@ TEST(ProgressBar, PlainModeOneLinePerInterval) {
   bar.update(1, {});
   bar.end_stage({{"val_loss", 12345.678}});
   EXPECT_EQ(out.str(),
-            "Epoch 1/3 2/5 (40%) [00:01<00:01, 2it/s, loss=0.5]\n"
-            "Epoch 1/3 4/5 (80%) [00:02<00:00, 2it/s, loss=0.25]\n"
-            "Epoch 1/3 5/5 (100%) [00:02<00:00, 2it/s, loss=0.4568, val_acc=0.75]\n"
+            "Epoch 0/2 2/5 (40%) [00:01<00:01, 2it/s, loss=0.5]\n"
+            "Epoch 0/2 4/5 (80%) [00:02<00:00, 2it/s, loss=0.25]\n"
+            "Epoch 0/2 5/5 (100%) [00:02<00:00, 2it/s, loss=0.4568, val_acc=0.75]\n"
             "Validation 2 [00:01, 2it/s]\n"
             "Validation 2 [00:01, 2it/s, val_loss=1.235e+04]\n");
   for (char c : out.str()) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7F)) << int(c);
@@ -62,14 +62,14 @@ TEST(ProgressBar, TerminalModeRedrawsInPlaceRateLimited) {
   EXPECT_TRUE(bar.is_terminal());
   bar.start_stage("train", 0, 3, 5);
   const std::string first = out.str();
-  EXPECT_EQ(first, "\rEpoch 1/3:   0%|                     | 0/5 [00:00<?, ?it/s]");
+  EXPECT_EQ(first, "\rEpoch 0/2:   0%|                     | 0/5 [00:00<?, ?it/s]");
   t = 0.05;
   bar.update(0, {{"loss", 1}});  // within 0.1 s of the last draw: not drawn
   EXPECT_EQ(out.str(), first);
   t = 0.5;
   bar.update(1, {{"loss", 0.5}});
   EXPECT_EQ(out.str().substr(first.size()),
-            "\rEpoch 1/3:  40%|██▊    | 2/5 [00:00<00:00, 4it/s, loss=0.5]");
+            "\rEpoch 0/2:  40%|██▊    | 2/5 [00:00<00:00, 4it/s, loss=0.5]");
   t = 0.55;
   bar.update(2, {{"loss", 0.25}});
   t = 0.56;
@@ -79,8 +79,8 @@ TEST(ProgressBar, TerminalModeRedrawsInPlaceRateLimited) {
   bar.update(4, {{"loss", 0.1}});  // the stage's end is drawn whatever the rate limit
   bar.end_stage({{"loss", 0.1}});
   EXPECT_EQ(out.str().substr(before_end),
-            "\rEpoch 1/3: 100%|███████| 5/5 [00:01<00:00, 5it/s, loss=0.1]"
-            "\rEpoch 1/3: 100%|███████| 5/5 [00:01<00:00, 5it/s, loss=0.1]\n");
+            "\rEpoch 0/2: 100%|███████| 5/5 [00:01<00:00, 5it/s, loss=0.1]"
+            "\rEpoch 0/2: 100%|███████| 5/5 [00:01<00:00, 5it/s, loss=0.1]\n");
 }
 
 TEST(ProgressBar, AsciiBar) {
@@ -94,7 +94,7 @@ TEST(ProgressBar, AsciiBar) {
   out.str("");
   t = 0.5;
   bar.update(1, {{"loss", 0.5}});
-  EXPECT_EQ(out.str(), "\rEpoch 2/3:  40%|##     | 2/5 [00:00<00:00, 4it/s, loss=0.5]");
+  EXPECT_EQ(out.str(), "\rEpoch 1/2:  40%|##     | 2/5 [00:00<00:00, 4it/s, loss=0.5]");
 }
 
 TEST(ProgressBar, TerminalModeErasesTailAndTruncates) {
