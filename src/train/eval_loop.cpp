@@ -1,9 +1,12 @@
 // Evaluation loops: validation (also the sanity check and validate()), test and predict, with
 // Lightning's hooks. The module runs in eval mode without recording gradients; its training
 // mode is restored afterwards.
+#include <iostream>
+
 #include "athanor/core/error.h"
 #include "athanor/tensor/grad_mode.h"
 #include "athanor/train/trainer.h"
+#include "results_table.h"
 #include "trainer_hooks.h"
 
 namespace ath::train {
@@ -85,8 +88,13 @@ std::vector<Metrics> Trainer::evaluate_impl(TrainingModule& module, Stage stage,
     const int64_t limit =
         resolve_limit(testing ? options_.limit_test_batches : options_.limit_val_batches,
                       source->num_batches(), testing ? "limit_test_batches" : "limit_val_batches");
-    // Lightning returns the epoch-level metrics the run logged.
+    // Lightning returns the epoch-level metrics the run logged, and prints them in a box.
     out.push_back(run_evaluation(stage, source, limit));
+    if (options_.enable_progress_bar && !out.back().empty()) {
+      std::cout << detail::results_table(out.back(), testing ? "test" : "validate",
+                                         detail::terminal_columns())
+                << std::flush;
+    }
   } catch (...) {
     teardown_run(name, "failed");
     throw;

@@ -3,6 +3,8 @@
 #include <athanor/optim/lr_scheduler.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "train/trainer_fixtures.h"
 
 namespace ath::train {
@@ -307,6 +309,27 @@ TEST(TrainerLoop, BackwardInsideTrainingStepSaysTheTrainerRunsIt) {
         << msg;
     EXPECT_NE(msg.find("manual_backward"), std::string::npos) << msg;
   }
+}
+
+// test() and validate() print Lightning's results box (its plain-text layout, 120 columns when
+// the terminal's width is unknown).
+TEST(TrainerLoop, TestAndValidatePrintLightningsResultsBox) {
+  ::setenv("COLUMNS", "120", 1);
+  testing::Regressor m;
+  TrainerOptions o = testing::quiet_options();
+  o.enable_progress_bar = true;
+  Trainer t(o);
+  ::testing::internal::CaptureStdout();
+  const std::vector<Metrics> r = t.test(m, testing::regression_source(2));
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ::unsetenv("COLUMNS");
+  std::string bar;
+  for (int i = 0; i < 120; ++i) bar += "─";
+  const std::string value = fmt::format("{}", r.at(0).at("test_loss"));
+  const std::string box = bar + "\n       Test metric             DataLoader 0\n" + bar + "\n" +
+                          "        test_loss        " + std::string((25 - value.size()) / 2, ' ') +
+                          value + "\n" + bar + "\n";
+  EXPECT_NE(out.find(box), std::string::npos) << out;
 }
 
 TEST(TrainerLoop, ManualOptimization) {
