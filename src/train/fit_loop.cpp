@@ -65,6 +65,19 @@ void Trainer::run_fit(Source train, Source val) {
     if (stopped_early) break;
     if (should_stop_ && stop_allowed(epoch_)) break;
   }
+  // Lightning's closing line, and the same for every other way fit ends.
+  if (options_.max_steps >= 0 && global_step_ >= options_.max_steps) {
+    fit_stop_reason_ = fmt::format("`max_steps={}` reached.", options_.max_steps);
+  } else if (should_stop_) {
+    fit_stop_reason_ = stop_reason_.empty() ? "a callback requested a stop." : stop_reason_;
+  } else if (options_.max_time_s && elapsed_s() >= *options_.max_time_s) {
+    fit_stop_reason_ = "`max_time` reached.";
+  } else if (max_ep >= 0 && epoch_ >= max_ep) {
+    fit_stop_reason_ = fmt::format("`max_epochs={}` reached.", max_ep);
+  }
+  if (options_.enable_progress_bar && !fit_stop_reason_.empty()) {
+    fmt::print("`Trainer.fit` stopped: {}\n", fit_stop_reason_);
+  }
   ATH_TRAINER_HOOK(on_train_end);
 }
 

@@ -185,6 +185,8 @@ void Trainer::setup_run(TrainingModule& module, Stage stage) {
   restored_from_.clear();
   in_fit_ = stage == Stage::Fitting;
   should_stop_ = false;
+  stop_reason_.clear();
+  fit_stop_reason_.clear();
   configure_defaults();
 }
 

@@ -1,6 +1,7 @@
 // Trainer loop semantics: stop conditions, batch limits, gradient accumulation, validation
 // scheduling, Lightning's logging keys and weighting, schedulers, bad configuration.
 #include <athanor/optim/lr_scheduler.h>
+#include <athanor/train/callbacks/early_stopping.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -330,6 +331,27 @@ TEST(TrainerLoop, TestAndValidatePrintLightningsResultsBox) {
                           "        test_loss        " + std::string((25 - value.size()) / 2, ' ') +
                           value + "\n" + bar + "\n";
   EXPECT_NE(out.find(box), std::string::npos) << out;
+}
+
+// Every fit says why it ended (Lightning: "`Trainer.fit` stopped: `max_epochs=2` reached.").
+TEST(TrainerLoop, FitSaysWhyItStopped) {
+  auto reason = [](auto&& configure) {
+    testing::Regressor m;
+    TrainerOptions o = testing::quiet_options();
+    configure(o);
+    Trainer t(o);
+    t.fit(m, testing::regression_source(3), testing::regression_source(1, false, 7));
+    return t.fit_stop_reason();
+  };
+  EXPECT_EQ(reason([](TrainerOptions& o) { o.max_epochs = 2; }), "`max_epochs=2` reached.");
+  EXPECT_EQ(reason([](TrainerOptions& o) { o.max_steps = 4; }), "`max_steps=4` reached.");
+  const std::string early = reason([](TrainerOptions& o) {
+    o.max_epochs = 20;
+    o.callbacks = {std::make_shared<EarlyStopping>(
+        EarlyStoppingOptions{.monitor = "val_loss", .min_delta = 1e9, .patience = 1})};
+  });
+  EXPECT_EQ(early.rfind("EarlyStopping: Monitored metric val_loss did not improve", 0), 0u)
+      << early;
 }
 
 TEST(TrainerLoop, ManualOptimization) {

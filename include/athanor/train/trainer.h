@@ -110,9 +110,15 @@ class Trainer {
   int64_t max_epochs() const;
   const Metrics& callback_metrics() const { return metrics_.callback_metrics(); }
   const Metrics& progress_bar_metrics() const { return metrics_.progress_bar_metrics(); }
-  // Stops fit at the end of the current batch/epoch (respecting min_epochs).
-  void request_stop() { should_stop_ = true; }
+  // Stops fit at the end of the current batch/epoch (respecting min_epochs). `reason` (the
+  // first one given) ends the "`Trainer.fit` stopped: ..." line fit prints.
+  void request_stop(const std::string& reason = {}) {
+    if (!should_stop_ || stop_reason_.empty()) stop_reason_ = reason;
+    should_stop_ = true;
+  }
   bool should_stop() const { return should_stop_; }
+  // Why the last fit ended, as printed: "`max_epochs=3` reached.", "EarlyStopping: ...".
+  const std::string& fit_stop_reason() const { return fit_stop_reason_; }
   int64_t accumulate_grad_batches() const { return accumulate_; }
   void set_accumulate_grad_batches(int64_t n);  // GradientAccumulationScheduler
   double elapsed_s() const;                     // since fit began
@@ -194,6 +200,7 @@ class Trainer {
   int64_t batches_done_ = 0;      // training batches of this epoch completed (incl. the hooks')
   bool is_last_batch_ = false;
   bool should_stop_ = false;
+  std::string stop_reason_, fit_stop_reason_;
   int64_t accumulate_ = 1;
   int64_t num_train_batches_ = 0;
   int64_t num_val_batches_ = 0;

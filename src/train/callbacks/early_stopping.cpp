@@ -99,7 +99,7 @@ void EarlyStopping::check(Trainer& trainer) {
   }
   if (stop) {
     stopped_epoch_ = trainer.current_epoch();
-    trainer.request_stop();
+    trainer.request_stop("EarlyStopping: " + reason_);
     if (options_.verbose) fmt::print("EarlyStopping: {}\n", reason_);
   }
 }

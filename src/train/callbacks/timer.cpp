@@ -110,7 +110,7 @@ void Timer::check_time_remaining(Trainer& trainer) {
   if (!duration_) return;
   const double elapsed = time_elapsed("train");
   if (elapsed < *duration_) return;
-  trainer.request_stop();
+  trainer.request_stop(fmt::format("Timer: time limit reached (elapsed {}).", format_hms(elapsed)));
   if (options_.verbose) {
     fmt::print("Time limit reached. Elapsed time is {}. Signaling Trainer to stop.\n",
                format_hms(elapsed));
