@@ -2,9 +2,11 @@
 # Builds athanor and runs the whole test suite, installing what it needs first:
 #   1. release build: every test (op table, golden values, autograd, determinism, the install +
 #      find_package round trip, the docs' examples);
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build of the library and the test binary,
-#      running every test (the op table test included), the gtest cases in 8 shards;
-#   3. a bounded libFuzzer run of the safetensors parser (scripts/fuzz.sh, clang-14).
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build (clang-14, -O1, with libFuzzer's
+#      coverage) of the library, the test binary and the fuzz targets, running every test (the op
+#      table test included), the gtest cases in 8 shards;
+#   3. the five fuzz targets (safetensors, checkpoint, config, IDX, CSV), 30 s each at most
+#      (scripts/fuzz.sh).
 # Usage: scripts/test.sh            (from anywhere; about the time README states)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +27,5 @@ cmake --preset asan
 cmake --build --preset asan -j"$jobs"
 ctest --preset asan -j"$jobs"
 
-echo "== libFuzzer (clang-14 + ASan + UBSan): safetensors parser, bounded run"
-scripts/fuzz.sh 200000 60
+echo "== libFuzzer (clang-14 + ASan + UBSan): every fuzz target, bounded runs"
+scripts/fuzz.sh 200000 30
