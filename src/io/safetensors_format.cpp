@@ -6,7 +6,6 @@
 #include <array>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <optional>
 
 #include "athanor/core/error.h"
