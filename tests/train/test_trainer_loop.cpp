@@ -119,9 +119,13 @@ TEST(TrainerLoop, LoggingKeysFollowLightning) {
   EXPECT_DOUBLE_EQ(cm.at("epoch_only"), 1.5);
   EXPECT_TRUE(cm.count("val_loss"));
   EXPECT_TRUE(t.progress_bar_metrics().count("train_loss"));
-  // Step logs at steps 1..4, then validation and training epoch metrics.
+  // Step logs for steps 1..4, then validation and training epoch metrics, with Lightning's step
+  // numbers: the steps taken before the logging batch (0..3), and the last of them (3) for the
+  // epoch-end rows.
+  std::vector<int64_t> steps;
+  for (const auto& call : logger->calls) steps.push_back(call.first);
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 3, 3, 3}));
   ASSERT_GE(logger->calls.size(), 5u);
-  EXPECT_EQ(logger->calls[0].first, 1);
   EXPECT_TRUE(logger->calls[0].second.count("train_loss"));
   EXPECT_TRUE(logger->calls[0].second.count("both_step"));
   EXPECT_FALSE(logger->calls[0].second.count("epoch_only"));
@@ -129,6 +133,9 @@ TEST(TrainerLoop, LoggingKeysFollowLightning) {
   for (const auto& [step, m2] : logger->calls) saw_epoch |= m2.count("both_epoch") > 0;
   EXPECT_TRUE(saw_epoch);
   EXPECT_DOUBLE_EQ(logger->hparams.at("lr").get<double>(), 0.05);
+  // Outside fit the row's step is the steps taken so far, as Lightning's trainer.validate/test.
+  (void)t.validate(m, regression_source(3, false, 9));
+  EXPECT_EQ(logger->calls.back().first, 4);
 }
 
 TEST(TrainerLoop, EpochMeanIsWeightedByBatchSize) {
