@@ -88,6 +88,7 @@ std::vector<Metrics> Trainer::evaluate_impl(TrainingModule& module, Stage stage,
     const int64_t limit =
         resolve_limit(testing ? options_.limit_test_batches : options_.limit_val_batches,
                       source->num_batches(), testing ? "limit_test_batches" : "limit_val_batches");
+    (testing ? num_test_batches_ : num_val_batches_) = limit;  // the progress bar's total
     // Lightning returns the epoch-level metrics the run logged, and prints them in a box.
     out.push_back(run_evaluation(stage, source, limit));
     if (options_.enable_progress_bar && !out.back().empty()) {
@@ -137,6 +138,7 @@ std::vector<Tensor> Trainer::predict(TrainingModule& module, Source source,
     if (!ckpt_path.empty()) restore(ckpt_path, /*full=*/false);
     const int64_t limit = resolve_limit(options_.limit_predict_batches, source->num_batches(),
                                         "limit_predict_batches");
+    num_predict_batches_ = limit;
     EvalModeGuard eval_mode(module);
     NoGradGuard no_grad;
     ATH_TRAINER_HOOK(on_predict_start);

@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "athanor/core/error.h"
+#include "athanor/train/callbacks/progress_bar_callback.h"
 #include "athanor/train/progress_bar.h"
+#include "train/trainer_fixtures.h"
 
 namespace ath::train {
 namespace {
@@ -134,6 +136,29 @@ TEST(ProgressBar, Formatting) {
   ProgressBar bar({.mode = ProgressMode::kPlain});
   EXPECT_THROW(bar.update(0, {}), ValueError);
   EXPECT_THROW(ProgressBar({.refresh_every = 0}), ValueError);
+}
+
+// Under the Trainer, test() and predict() bars have their totals and show no training metrics
+// (the stale train_loss a fit left behind), as Lightning's.
+TEST(ProgressBar, TestAndPredictBarsUnderTheTrainer) {
+  using namespace testing;
+  std::ostringstream out;
+  TrainerOptions o = quiet_options();
+  o.max_epochs = 1;
+  o.callbacks = {std::make_shared<TQDMProgressBar>(
+      ProgressBarOptions{.out = &out, .mode = ProgressMode::kPlain, .refresh_every = 100})};
+  Trainer t(o);
+  Regressor m;
+  t.fit(m, regression_source(4));
+  EXPECT_NE(out.str().find("train_loss="), std::string::npos) << out.str();
+  out.str("");
+  (void)t.test(m, regression_source(3));
+  EXPECT_EQ(t.num_test_batches(), 3);
+  EXPECT_NE(out.str().find("Testing 3/3 (100%)"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("train_loss"), std::string::npos) << out.str();
+  out.str("");
+  (void)t.predict(m, regression_source(2));
+  EXPECT_NE(out.str().find("Predicting 2/2 (100%)"), std::string::npos) << out.str();
 }
 
 }  // namespace

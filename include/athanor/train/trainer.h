@@ -107,6 +107,9 @@ class Trainer {
   bool validating_mid_epoch() const { return mid_epoch_validation_; }
   int64_t num_training_batches() const { return num_train_batches_; }
   int64_t num_val_batches() const { return num_val_batches_; }
+  // Batches the current (or last) test / predict run takes; -1: unknown (an iterable source).
+  int64_t num_test_batches() const { return num_test_batches_; }
+  int64_t num_predict_batches() const { return num_predict_batches_; }
   int64_t max_epochs() const;
   const Metrics& callback_metrics() const { return metrics_.callback_metrics(); }
   const Metrics& progress_bar_metrics() const { return metrics_.progress_bar_metrics(); }
@@ -204,6 +207,8 @@ class Trainer {
   int64_t accumulate_ = 1;
   int64_t num_train_batches_ = 0;
   int64_t num_val_batches_ = 0;
+  int64_t num_test_batches_ = 0;
+  int64_t num_predict_batches_ = 0;
   int64_t accumulated_ = 0;  // batches backpropagated since the last optimizer step
   int64_t last_logged_step_ = -1;
   nlohmann::json pending_loader_state_;

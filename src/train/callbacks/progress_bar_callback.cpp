@@ -50,21 +50,21 @@ void TQDMProgressBar::on_validation_end(Trainer& t, TrainingModule&) {
   bar(t).end_stage(t.progress_bar_metrics());
 }
 
+// The test and predict bars show progress only, as Lightning's do: the bar metrics at hand are
+// the training run's (a stale train_loss), and test() prints its results in a box afterwards.
 void TQDMProgressBar::on_test_start(Trainer& t, TrainingModule&) {
-  bar(t).start_stage("test", 0, 1, -1);
+  bar(t).start_stage("test", 0, 1, t.num_test_batches());
 }
 
 void TQDMProgressBar::on_test_batch_end(Trainer& t, TrainingModule&, const data::Batch&,
                                         int64_t batch_idx) {
-  bar(t).update(batch_idx, t.progress_bar_metrics());
+  bar(t).update(batch_idx, {});
 }
 
-void TQDMProgressBar::on_test_end(Trainer& t, TrainingModule&) {
-  bar(t).end_stage(t.progress_bar_metrics());
-}
+void TQDMProgressBar::on_test_end(Trainer& t, TrainingModule&) { bar(t).end_stage({}); }
 
 void TQDMProgressBar::on_predict_start(Trainer& t, TrainingModule&) {
-  bar(t).start_stage("predict", 0, 1, -1);
+  bar(t).start_stage("predict", 0, 1, t.num_predict_batches());
 }
 
 void TQDMProgressBar::on_predict_batch_end(Trainer& t, TrainingModule&, const Tensor&,
