@@ -1,6 +1,7 @@
 // The fit loop: sanity check, epochs, training batches (automatic optimization with gradient
 // accumulation and clipping), validation scheduling, LR schedulers and stop conditions — in
 // Lightning 2.x's order (docs/trainer.md lists it).
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -30,7 +31,27 @@ bool Trainer::stop_allowed(int64_t epochs_done) const {
          global_step_ >= options_.min_steps.value_or(0);
 }
 
+// A monitor naming a metric the module says it never logs is a configuration error, found before
+// the first batch rather than at the first epoch's end (Lightning finds it there).
+void Trainer::check_monitors() const {
+  const std::vector<std::string> known = module_->known_metrics();
+  if (known.empty()) return;
+  auto check = [&](const std::string& monitor, const std::string& who) {
+    if (monitor.empty() || std::find(known.begin(), known.end(), monitor) != known.end()) return;
+    ATH_THROW(ValueError, "{}: monitor '{}' is not a metric {} logs (it logs {})", who, monitor,
+              module_->type_name(), fmt::join(known, ", "));
+  };
+  for (const auto& cb : callbacks_) {
+    const std::string key = cb->state_key();  // "ModelCheckpoint{'monitor': ...}": the class
+    check(cb->monitor(), key.substr(0, key.find('{')));
+  }
+  for (const LRSchedulerConfig& s : schedulers_) {
+    if (s.needs_metric() && s.options().strict) check(s.options().monitor, s.type_name());
+  }
+}
+
 void Trainer::run_fit(Source train, Source val) {
+  check_monitors();
   train_ = train;
   num_train_batches_ =
       resolve_limit(options_.limit_train_batches, train->num_batches(), "limit_train_batches");

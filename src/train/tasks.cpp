@@ -104,6 +104,10 @@ void ClassificationTask::evaluate(const data::Batch& batch, const std::string& p
   log(prefix + "_acc", eq(argmax(logits, 1), batch[1]).to(kFloat32).mean(), {.prog_bar = true});
 }
 
+std::vector<std::string> ClassificationTask::known_metrics() const {
+  return {"train_loss", "train_acc", "val_loss", "val_acc"};
+}
+
 void ClassificationTask::validation_step(const data::Batch& b, int64_t) { evaluate(b, "val"); }
 void ClassificationTask::test_step(const data::Batch& b, int64_t) { evaluate(b, "test"); }
 
@@ -120,6 +124,10 @@ Tensor LanguageModelTask::training_step(const data::Batch& batch, int64_t) {
   log("train_loss", l, {.prog_bar = true});
   return l;
 }
+std::vector<std::string> LanguageModelTask::known_metrics() const {
+  return {"train_loss", "val_loss"};
+}
+
 void LanguageModelTask::validation_step(const data::Batch& batch, int64_t) {
   log("val_loss", loss(batch), {.prog_bar = true});
 }

@@ -125,6 +125,31 @@ std::filesystem::path write_csv(const std::filesystem::path& dir) {
   return path;
 }
 
+// A monitor naming no metric the task logs is a config error (status 2), found before training.
+TEST(CliApp, MistypedMonitorIsAConfigErrorBeforeTraining) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("athanor_cli_monitor_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const auto csv = write_csv(dir);
+  const std::string config = scratch_file("monitor.yaml",
+                                          "trainer:\n"
+                                          "  callbacks:\n"
+                                          "  - class_path: ModelCheckpoint\n"
+                                          "    init_args: {monitor: val_los, mode: min}\n");
+  CmdResult r =
+      athanor({"fit", "--config", config, "--data.name=csv", "--data.path=" + csv.string(),
+               "--model.name=tabular_mlp", "--trainer.default_root_dir=" + (dir / "runs").string(),
+               "--trainer.enable_progress_bar=false"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "athanor: error: ModelCheckpoint: monitor 'val_los' is not a metric "
+            "ClassificationTask logs (it logs train_loss, train_acc, val_loss, val_acc)\n");
+  EXPECT_FALSE(
+      std::filesystem::exists(dir / "runs" / "lightning_logs" / "version_0" / "checkpoints"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(config);
+}
+
 TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("athanor_cli_fit_" + std::to_string(getpid()));

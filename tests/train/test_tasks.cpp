@@ -2,6 +2,7 @@
 // and reject unknown names.
 #include <athanor/nn/embedding.h>
 #include <athanor/nn/sequential.h>
+#include <athanor/train/callbacks/early_stopping.h>
 #include <athanor/train/tasks.h>
 #include <gtest/gtest.h>
 
@@ -36,6 +37,37 @@ TEST(Tasks, ClassificationLearnsAndLogsAccuracy) {
   auto r = t.test(task, blobs(5, 3));
   EXPECT_GT(r[0].at("test_acc"), 0.9);
   EXPECT_EQ(task.hparams().at("optimizer"), "sgd");
+}
+
+// The tasks name what they log, so a mistyped monitor fails before the first batch; the metric
+// names they give are the ones a run really logs.
+TEST(Tasks, MonitorsAreCheckedBeforeTheFirstBatch) {
+  auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 2, .out = 2});
+  ClassificationTask task(net, {.name = "sgd", .lr = 0.5});
+  for (const std::string monitor : {"val_los", "val_acc_epoch"}) {
+    TrainerOptions o = testing::quiet_options();
+    o.max_epochs = 1;
+    o.callbacks = {std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = monitor})};
+    Trainer t(o);
+    try {
+      t.fit(task, blobs(4, 1), blobs(2, 2));
+      ADD_FAILURE() << "fit accepted monitor " << monitor;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("EarlyStopping: monitor '" + monitor +
+                                           "' is not a metric ClassificationTask logs (it logs "
+                                           "train_loss, train_acc, val_loss, val_acc)"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(t.global_step(), 0);
+  }
+  TrainerOptions o = testing::quiet_options();
+  o.max_epochs = 1;
+  Trainer t(o);
+  t.fit(task, blobs(4, 1), blobs(2, 2));
+  for (const std::string& name : task.known_metrics()) {
+    EXPECT_TRUE(t.callback_metrics().count(name)) << name;
+  }
 }
 
 TEST(Tasks, LanguageModelFlattensTokens) {

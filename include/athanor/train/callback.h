@@ -37,6 +37,8 @@ class Callback {
   // Monitoring callbacks (ModelCheckpoint, EarlyStopping) run their on_train_epoch_end after
   // the module's, so they see what it logged; the others run before it.
   virtual bool is_monitoring() const { return false; }
+  // The callback_metrics key this callback reads, if any ("" for none).
+  virtual std::string monitor() const { return {}; }
 
   using T = Trainer;
   using M = TrainingModule;

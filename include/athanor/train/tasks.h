@@ -64,6 +64,7 @@ class ClassificationTask : public NetworkTask {
   Tensor training_step(const data::Batch& batch, int64_t batch_idx) override;
   void validation_step(const data::Batch& batch, int64_t batch_idx) override;
   void test_step(const data::Batch& batch, int64_t batch_idx) override;
+  std::vector<std::string> known_metrics() const override;
 
  private:
   void evaluate(const data::Batch& batch, const std::string& prefix);
@@ -75,6 +76,7 @@ class LanguageModelTask : public NetworkTask {
   Tensor training_step(const data::Batch& batch, int64_t batch_idx) override;
   void validation_step(const data::Batch& batch, int64_t batch_idx) override;
   void test_step(const data::Batch& batch, int64_t batch_idx) override;
+  std::vector<std::string> known_metrics() const override;
 
  private:
   Tensor loss(const data::Batch& batch);

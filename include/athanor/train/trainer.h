@@ -164,6 +164,7 @@ class Trainer {
   void restore(const std::string& ckpt_path, bool full);
   std::string resolve_checkpoint(const std::string& ckpt_path) const;
   void run_fit(Source train, Source val);
+  void check_monitors() const;
   bool stop_allowed(int64_t epochs_done) const;
   bool run_train_epoch(Source& train, Source& val);
   void train_batch(const data::Batch& batch, int64_t batch_idx);

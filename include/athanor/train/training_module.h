@@ -79,6 +79,12 @@ class TrainingModule : public nn::Module {
   // Lightning's example_input_array: when defined, the model summary shows in/out shapes.
   virtual Tensor example_input() const { return {}; }
 
+  // The callback_metrics keys fit will see from this module, when it can say before running (the
+  // built-in tasks can); empty: not known. fit() then checks every monitor (ModelCheckpoint,
+  // EarlyStopping, a scheduler's) against them before the first batch, instead of failing at
+  // the first epoch's end.
+  virtual std::vector<std::string> known_metrics() const { return {}; }
+
   // The Trainer running this module (null outside fit/validate/test/predict).
   Trainer* trainer() const { return trainer_; }
   int64_t current_epoch() const;

@@ -37,6 +37,7 @@ class EarlyStopping : public Callback {
   nlohmann::json state_dict() const override;
   void load_state_dict(const nlohmann::json& state) override;
   bool is_monitoring() const override { return true; }
+  std::string monitor() const override { return options_.monitor; }
 
   void on_train_epoch_end(Trainer& trainer, TrainingModule& module) override;
   void on_validation_end(Trainer& trainer, TrainingModule& module) override;

@@ -46,6 +46,7 @@ class ModelCheckpoint : public Callback {
   nlohmann::json state_dict() const override;
   void load_state_dict(const nlohmann::json& state) override;
   bool is_monitoring() const override { return true; }
+  std::string monitor() const override { return options_.monitor; }
 
   void setup(Trainer& trainer, TrainingModule& module, const std::string& stage) override;
   void on_train_batch_end(Trainer& trainer, TrainingModule& module, const Tensor& loss,
