@@ -25,8 +25,12 @@ Tensor Module::forward(const Tensor& /*input*/) {
 
 Tensor Module::operator()(const Tensor& input) {
   Tensor out = forward(input);
-  for (auto& [id, hook] : forward_hooks_) hook(*this, input, out);
+  run_forward_hooks(input, out);
   return out;
+}
+
+void Module::run_forward_hooks(const Tensor& input, const Tensor& output) {
+  for (auto& [id, hook] : forward_hooks_) hook(*this, input, output);
 }
 
 void Module::check_new_name(const std::string& name, const char* what) const {

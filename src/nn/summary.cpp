@@ -4,10 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "athanor/core/error.h"
 #include "athanor/core/rng.h"
+#include "athanor/nn/bilinear.h"
+#include "athanor/nn/conv.h"
+#include "athanor/nn/linear.h"
+#include "athanor/nn/multihead_attention.h"
+#include "athanor/nn/rnn.h"
 #include "athanor/tensor/grad_mode.h"
 
 namespace ath::nn {
@@ -50,16 +56,70 @@ class Snapshot {
   std::vector<std::pair<Tensor, Tensor>> buffers_;  // (the buffer's handle, its saved copy)
 };
 
-// Runs module(example) in eval mode without a trace, recording each row's first call.
-void record_shapes(Module& module, const Tensor& example, std::vector<LayerSummary>& rows,
+// The FLOPs of one call of `m` itself (not its submodules), from its input and output: 2 per
+// multiply-add of its matrix products, torch.utils.flop_counter's convention. Types without such
+// products (activations, norms, pooling, containers) count 0.
+int64_t own_flops(const Module& m, const Tensor& in, const Tensor& out) {
+  if (!in.defined() || !out.defined()) return 0;
+  if (const auto* l = dynamic_cast<const Linear*>(&m)) return 2 * out.numel() * l->options.in;
+  if (const auto* b = dynamic_cast<const Bilinear*>(&m)) {
+    return 2 * out.numel() * b->options.in1 * b->options.in2;
+  }
+  // A convolution: each output element is a dot product over one output channel's weights.
+  if (dynamic_cast<const Conv1d*>(&m) != nullptr || dynamic_cast<const Conv2d*>(&m) != nullptr) {
+    const Tensor& w = dynamic_cast<const Conv1d*>(&m) != nullptr
+                          ? dynamic_cast<const Conv1d&>(m).weight
+                          : dynamic_cast<const Conv2d&>(m).weight;
+    return 2 * out.numel() * (w.numel() / w.size(0));
+  }
+  if (const auto* t = dynamic_cast<const ConvTranspose2d*>(&m)) {  // scatters each input element
+    return 2 * in.numel() * (t->weight.numel() / t->weight.size(0));
+  }
+  // Recurrent layers: each token (time step x batch) passes every layer's and direction's input
+  // and hidden weights once.
+  if (const auto* r = dynamic_cast<const RNNBase*>(&m)) {
+    const int64_t tokens = in.numel() / r->options.input_size;
+    int64_t weights = 0;
+    for (int64_t layer = 0; layer < r->options.num_layers; ++layer) {
+      for (int64_t dir = 0; dir < (r->options.bidirectional ? 2 : 1); ++dir) {
+        weights += r->weights(layer, dir).w_ih.numel() + r->weights(layer, dir).w_hh.numel();
+      }
+    }
+    return 2 * tokens * weights;
+  }
+  if (const auto* c = dynamic_cast<const RNNCellBase*>(&m)) {
+    const int64_t batch = in.numel() / c->options.input_size;
+    return 2 * batch * (c->weight_ih.numel() + c->weight_hh.numel());
+  }
+  if (const auto* a = dynamic_cast<const MultiheadAttention*>(&m)) {
+    // q, k and v projections, then Q K^T and A V; out_proj is a Linear of its own.
+    const int64_t e = a->options.embed_dim, tokens = in.numel() / e;
+    const int64_t len = in.size(a->options.batch_first ? 1 : 0);
+    return 3 * 2 * tokens * e * e + 2 * 2 * tokens * len * e;
+  }
+  return 0;
+}
+
+// Runs module(example) in eval mode without a trace, recording each row's first call and every
+// module's FLOPs.
+void record_shapes(Module& module, const Tensor& example, ModelSummary& s,
                    const std::vector<Module*>& row_modules) {
+  std::vector<LayerSummary>& rows = s.rows;
   Snapshot snapshot(module);
   std::vector<std::pair<Module*, int64_t>> hooks;
   auto undo = [&] {
     for (auto& [m, id] : hooks) m->remove_forward_hook(id);
     snapshot.restore();
   };
+  std::map<const Module*, int64_t> flops;  // each module's own, over all its calls
   try {
+    for (Module* m : module.modules()) {
+      const int64_t id =
+          m->register_forward_hook([&flops](Module& self, const Tensor& in, const Tensor& out) {
+            flops[&self] += own_flops(self, in, out);
+          });
+      hooks.emplace_back(m, id);
+    }
     for (std::size_t i = 0; i < rows.size(); ++i) {
       LayerSummary* row = &rows[i];
       int64_t id = row_modules[i]->register_forward_hook(
@@ -78,6 +138,13 @@ void record_shapes(Module& module, const Tensor& example, std::vector<LayerSumma
     throw;
   }
   undo();
+  for (const auto& [m, n] : flops) s.total_flops += n;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (Module* m : row_modules[i]->modules()) {
+      auto it = flops.find(m);
+      if (it != flops.end()) rows[i].flops += it->second;
+    }
+  }
 }
 
 // "1234567.5" -> "1,234,567.5" (Python's "{:,}").
@@ -137,7 +204,7 @@ ModelSummary summarize(Module& module, const Tensor& example_input, int max_dept
   }
   s.size_mb = static_cast<double>(bytes) / 1e6;
   if (example_input.defined()) {
-    record_shapes(module, example_input, s.rows, row_modules);
+    record_shapes(module, example_input, s, row_modules);
     s.has_shapes = true;
   }
   return s;
@@ -151,7 +218,8 @@ std::string ModelSummary::to_string() const {
     std::string header;
     std::vector<std::string> cells;
   };
-  std::vector<Column> cols{{" ", {}}, {"Name", {}}, {"Type", {}}, {"Params", {}}, {"Mode", {}}};
+  std::vector<Column> cols{{" ", {}},      {"Name", {}}, {"Type", {}},
+                           {"Params", {}}, {"Mode", {}}, {"FLOPs", {}}};
   if (has_shapes) {
     cols.push_back({"In sizes", {}});
     cols.push_back({"Out sizes", {}});
@@ -165,9 +233,10 @@ std::string ModelSummary::to_string() const {
     cols[2].cells.push_back(rows[i].type);
     cols[3].cells.push_back(human_readable_count(rows[i].params));
     cols[4].cells.push_back(rows[i].training ? "train" : "eval");
+    cols[5].cells.push_back(human_readable_count(rows[i].flops));
     if (has_shapes) {
-      cols[5].cells.push_back(shape_cell(rows[i].in_shape));
-      cols[6].cells.push_back(shape_cell(rows[i].out_shape));
+      cols[6].cells.push_back(shape_cell(rows[i].in_shape));
+      cols[7].cells.push_back(shape_cell(rows[i].out_shape));
     }
   }
   int64_t listed = 0;
@@ -176,7 +245,7 @@ std::string ModelSummary::to_string() const {
     cols[0].cells.push_back(" ");
     cols[1].cells.push_back("other params");
     cols[3].cells.push_back(human_readable_count(total_params - listed));
-    for (std::size_t c : {2u, 4u, 5u, 6u}) {
+    for (std::size_t c : {2u, 4u, 5u, 6u, 7u}) {
       if (c < cols.size()) cols[c].cells.push_back("n/a");
     }
   }
@@ -216,6 +285,7 @@ std::string ModelSummary::to_string() const {
                      with_thousands(fmt::format("{:.3f}", size_mb)));
   out += fmt::format("\n{:<10}Modules in train mode", train_modules);
   out += fmt::format("\n{:<10}Modules in eval mode", eval_modules);
+  out += fmt::format("\n{:<10}Total Flops", human_readable_count(total_flops));
   return out;
 }
 

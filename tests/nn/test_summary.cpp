@@ -1,9 +1,14 @@
-// nn::summarize: Lightning's ModelSummary table (the expected strings follow Lightning's
-// _format_summary_table column for column), parameter counts, depth, and that summarizing leaves
-// no trace: modes, buffers and the random generator are as before, also when forward throws.
+// nn::summarize: Lightning's ModelSummary table. The expected strings are what pytorch-lightning
+// 2.6.6's ModelSummary prints for the same models (the CNN's row names without the `net.` of the
+// LightningModule wrapping it), FLOPs included; parameter counts, depth, and that summarizing
+// leaves no trace: modes, buffers and the random generator are as before, also when forward
+// throws.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "athanor/athanor.h"
+#include "athanor/nn/multihead_attention.h"
 #include "athanor/nn/nn.h"
 #include "layers_nn_golden.h"
 
@@ -39,26 +44,28 @@ TEST(Summary, CnnTableLikeLightning) {
     EXPECT_EQ(s.rows[i].params, golden.attrs["layer_params"][i].get<int64_t>()) << i;
   }
   EXPECT_EQ(*s.rows[6].out_shape, Shape({2, 3136}));
-  EXPECT_EQ(s.to_string(),
-            "  | Name | Type      | Params | Mode  | In sizes        | Out sizes      \n"
-            "-------------------------------------------------------------------------------\n"
-            "0 | 0    | Conv2d    | 320    | train | [2, 1, 28, 28]  | [2, 32, 28, 28]\n"
-            "1 | 1    | ReLU      | 0      | train | [2, 32, 28, 28] | [2, 32, 28, 28]\n"
-            "2 | 2    | MaxPool2d | 0      | train | [2, 32, 28, 28] | [2, 32, 14, 14]\n"
-            "3 | 3    | Conv2d    | 18.5 K | train | [2, 32, 14, 14] | [2, 64, 14, 14]\n"
-            "4 | 4    | ReLU      | 0      | train | [2, 64, 14, 14] | [2, 64, 14, 14]\n"
-            "5 | 5    | MaxPool2d | 0      | train | [2, 64, 14, 14] | [2, 64, 7, 7]  \n"
-            "6 | 6    | Flatten   | 0      | train | [2, 64, 7, 7]   | [2, 3136]      \n"
-            "7 | 7    | Linear    | 401 K  | train | [2, 3136]       | [2, 128]       \n"
-            "8 | 8    | ReLU      | 0      | train | [2, 128]        | [2, 128]       \n"
-            "9 | 9    | Linear    | 1.3 K  | train | [2, 128]        | [2, 10]        \n"
-            "-------------------------------------------------------------------------------\n"
-            "421 K     Trainable params\n"
-            "0         Non-trainable params\n"
-            "421 K     Total params\n"
-            "1.687     Total estimated model params size (MB)\n"
-            "10        Modules in train mode\n"
-            "0         Modules in eval mode");
+  EXPECT_EQ(
+      s.to_string(),
+      "  | Name | Type      | Params | Mode  | FLOPs  | In sizes        | Out sizes      \n"
+      "----------------------------------------------------------------------------------------\n"
+      "0 | 0    | Conv2d    | 320    | train | 903 K  | [2, 1, 28, 28]  | [2, 32, 28, 28]\n"
+      "1 | 1    | ReLU      | 0      | train | 0      | [2, 32, 28, 28] | [2, 32, 28, 28]\n"
+      "2 | 2    | MaxPool2d | 0      | train | 0      | [2, 32, 28, 28] | [2, 32, 14, 14]\n"
+      "3 | 3    | Conv2d    | 18.5 K | train | 14.5 M | [2, 32, 14, 14] | [2, 64, 14, 14]\n"
+      "4 | 4    | ReLU      | 0      | train | 0      | [2, 64, 14, 14] | [2, 64, 14, 14]\n"
+      "5 | 5    | MaxPool2d | 0      | train | 0      | [2, 64, 14, 14] | [2, 64, 7, 7]  \n"
+      "6 | 6    | Flatten   | 0      | train | 0      | [2, 64, 7, 7]   | [2, 3136]      \n"
+      "7 | 7    | Linear    | 401 K  | train | 1.6 M  | [2, 3136]       | [2, 128]       \n"
+      "8 | 8    | ReLU      | 0      | train | 0      | [2, 128]        | [2, 128]       \n"
+      "9 | 9    | Linear    | 1.3 K  | train | 5.1 K  | [2, 128]        | [2, 10]        \n"
+      "----------------------------------------------------------------------------------------\n"
+      "421 K     Trainable params\n"
+      "0         Non-trainable params\n"
+      "421 K     Total params\n"
+      "1.687     Total estimated model params size (MB)\n"
+      "10        Modules in train mode\n"
+      "0         Modules in eval mode\n"
+      "17.0 M    Total Flops");
 }
 
 // Own parameters, a frozen weight, a submodule in eval mode and one never called.
@@ -86,50 +93,100 @@ TEST(Summary, DepthsFrozenParamsAndOtherParams) {
   EXPECT_FALSE(top.has_shapes);
   EXPECT_EQ(top.non_trainable_params(), 6);
   EXPECT_EQ(top.to_string(),
-            "  | Name         | Type       | Params | Mode \n"
-            "----------------------------------------------------\n"
-            "0 | body         | Sequential | 21     | train\n"
-            "1 | head         | Linear     | 8      | train\n"
-            "2 | unused       | ReLU       | 0      | train\n"
-            "  | other params | n/a        | 3      | n/a  \n"
-            "----------------------------------------------------\n"
+            "  | Name         | Type       | Params | Mode  | FLOPs\n"
+            "------------------------------------------------------------\n"
+            "0 | body         | Sequential | 21     | train | 0    \n"
+            "1 | head         | Linear     | 8      | train | 0    \n"
+            "2 | unused       | ReLU       | 0      | train | 0    \n"
+            "  | other params | n/a        | 3      | n/a   | n/a  \n"
+            "------------------------------------------------------------\n"
             "26        Trainable params\n"
             "6         Non-trainable params\n"
             "32        Total params\n"
             "0.000     Total estimated model params size (MB)\n"
             "4         Modules in train mode\n"
-            "1         Modules in eval mode");
+            "1         Modules in eval mode\n"
+            "0         Total Flops");
   // Every depth, with shapes: a batch of one is fine (the pass runs in eval mode).
   ModelSummary all = summarize(net, zeros({1, 4}), -1);
   EXPECT_EQ(all.rows[3].trainable, 2);
   EXPECT_EQ(all.to_string(),
-            "  | Name   | Type        | Params | Mode  | In sizes | Out sizes\n"
-            "----------------------------------------------------------------------\n"
-            "0 | body   | Sequential  | 21     | train | [1, 4]   | [1, 3]   \n"
-            "1 | body.0 | Linear      | 15     | train | [1, 4]   | [1, 3]   \n"
-            "2 | body.1 | BatchNorm1d | 6      | eval  | [1, 3]   | [1, 3]   \n"
-            "3 | head   | Linear      | 8      | train | [1, 3]   | [1, 2]   \n"
-            "4 | unused | ReLU        | 0      | train | ?        | ?        \n"
-            "----------------------------------------------------------------------\n"
+            "  | Name   | Type        | Params | Mode  | FLOPs | In sizes | Out sizes\n"
+            "------------------------------------------------------------------------------\n"
+            "0 | body   | Sequential  | 21     | train | 24    | [1, 4]   | [1, 3]   \n"
+            "1 | body.0 | Linear      | 15     | train | 24    | [1, 4]   | [1, 3]   \n"
+            "2 | body.1 | BatchNorm1d | 6      | eval  | 0     | [1, 3]   | [1, 3]   \n"
+            "3 | head   | Linear      | 8      | train | 12    | [1, 3]   | [1, 2]   \n"
+            "4 | unused | ReLU        | 0      | train | 0     | ?        | ?        \n"
+            "------------------------------------------------------------------------------\n"
             "26        Trainable params\n"
             "6         Non-trainable params\n"
             "32        Total params\n"
             "0.000     Total estimated model params size (MB)\n"
             "4         Modules in train mode\n"
-            "1         Modules in eval mode");
+            "1         Modules in eval mode\n"
+            "36        Total Flops");
   EXPECT_EQ(summarize(net, 2).rows.size(), 5u);
   EXPECT_EQ(summarize(net, 0).to_string(),
-            "  | Name         | Type | Params | Mode\n"
-            "---------------------------------------------\n"
-            "  | other params | n/a  | 32     | n/a \n"
-            "---------------------------------------------\n"
+            "  | Name         | Type | Params | Mode | FLOPs\n"
+            "-----------------------------------------------------\n"
+            "  | other params | n/a  | 32     | n/a  | n/a  \n"
+            "-----------------------------------------------------\n"
             "26        Trainable params\n"
             "6         Non-trainable params\n"
             "32        Total params\n"
             "0.000     Total estimated model params size (MB)\n"
             "4         Modules in train mode\n"
-            "1         Modules in eval mode");
+            "1         Modules in eval mode\n"
+            "0         Total Flops");
   EXPECT_THROW(summarize(net, -2), ValueError);
+}
+
+// FLOPs of the other layers with matrix products. The values are torch.utils.flop_counter's
+// (through Lightning's summary) for the same layers and inputs, except LSTM and Bilinear, which
+// it counts as 0 on the CPU: their values are the products' multiply-adds counted by hand.
+struct Zoo : Module {
+  LSTM lstm{{.input_size = 8, .hidden_size = 16, .num_layers = 2, .bidirectional = true}};
+  GRUCell gru{{.input_size = 4, .hidden_size = 6}};
+  MultiheadAttention mha{{.embed_dim = 12, .num_heads = 3}};
+  ConvTranspose2d tconv{{.in = 3, .out = 5, .kernel = 3, .stride = 2}};
+  Conv1d c1{{.in = 4, .out = 6, .kernel = 3, .groups = 2}};
+  Bilinear bil{{.in1 = 3, .in2 = 4, .out = 5}};
+  Zoo() : Module("Zoo") {
+    register_module("lstm", lstm);
+    register_module("gru", gru);
+    register_module("mha", mha);
+    register_module("tconv", tconv);
+    register_module("c1", c1);
+    register_module("bil", bil);
+  }
+  Tensor forward(const Tensor& x) override {
+    lstm(zeros({7, 2, 8}));
+    gru(zeros({3, 4}));
+    mha(zeros({5, 2, 12}), zeros({5, 2, 12}), zeros({5, 2, 12}));
+    tconv(zeros({2, 3, 4, 4}));
+    c1(zeros({2, 4, 10}));
+    bil(zeros({2, 3}), zeros({2, 4}));
+    return x;
+  }
+};
+
+TEST(Summary, FlopsOfEveryLayerWithMatrixProducts) {
+  Zoo zoo;
+  ModelSummary s = summarize(zoo, zeros({1}), 2);
+  std::map<std::string, int64_t> flops;
+  for (const LayerSummary& r : s.rows) flops[r.name] = r.flops;
+  // 14 tokens through 2 layers x 2 directions: 2 * 14 * (64*8 + 64*16 + 64*32 + 64*16) * 2.
+  EXPECT_EQ(flops["lstm"], 2 * 14 * (512 + 1024 + 2048 + 1024) * 2);
+  EXPECT_EQ(flops["gru"], 1080);
+  EXPECT_EQ(flops["mha"], 13920);  // projections, Q K^T, A V and out_proj: torch's 13.9 K
+  EXPECT_EQ(flops["mha.out_proj"], 2880);
+  EXPECT_EQ(flops["tconv"], 8640);
+  EXPECT_EQ(flops["c1"], 1152);
+  EXPECT_EQ(flops["bil"], 2 * 10 * 3 * 4);
+  EXPECT_EQ(s.total_flops, flops["lstm"] + 1080 + 13920 + 8640 + 1152 + 240);
+  // Without an example input nothing runs: zeros, as Lightning prints them.
+  EXPECT_EQ(summarize(zoo, 2).total_flops, 0);
 }
 
 TEST(Summary, HumanReadableCounts) {

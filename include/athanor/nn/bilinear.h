@@ -24,8 +24,12 @@ class Bilinear : public Module {
   using Module::forward;     // the one-tensor form: a ValueError naming Bilinear
   using Module::operator();  // likewise
   Tensor forward(const Tensor& x1, const Tensor& x2);
-  // Runs forward(x1, x2). Forward hooks (which see one input) are not called.
-  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  // Runs forward(x1, x2), then the forward hooks, which see x1 as the input.
+  Tensor operator()(const Tensor& x1, const Tensor& x2) {
+    Tensor out = forward(x1, x2);
+    run_forward_hooks(x1, out);
+    return out;
+  }
   std::string extra_repr() const override;
   void reset_parameters();
 

@@ -123,6 +123,9 @@ class Module {
   std::string to_string() const;
 
  protected:
+  // Runs the forward hooks: operator() does after forward; a layer with a call of several
+  // inputs (MultiheadAttention, Bilinear) does from its own, with the first input.
+  void run_forward_hooks(const Tensor& input, const Tensor& output);
   // Subclasses with state outside parameters/buffers may extend what train() does.
   bool training_ = true;
 

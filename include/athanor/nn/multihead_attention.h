@@ -62,7 +62,9 @@ class MultiheadAttention : public Module {
                                    const MultiheadAttentionArgs& args = {});
   MultiheadAttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const MultiheadAttentionArgs& args = {}) {
-    return forward(query, key, value, args);
+    MultiheadAttentionOutput out = forward(query, key, value, args);
+    run_forward_hooks(query, out.output);  // as PyTorch's hooks see this call
+    return out;
   }
   // Self-attention without masks, returning the output only.
   Tensor forward(const Tensor& x) override;

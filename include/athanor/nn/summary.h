@@ -4,23 +4,30 @@
 //
 //   nn::ModelSummary s = nn::summarize(model, zeros({1, 1, 28, 28}));
 //   std::cout << s.to_string();
-//     | Name | Type   | Params | Mode  | In sizes       | Out sizes
-//   ---------------------------------------------------------------------------
-//   0 | 0    | Conv2d | 320    | train | [1, 1, 28, 28] | [1, 32, 28, 28]
+//     | Name | Type   | Params | Mode  | FLOPs | In sizes       | Out sizes
+//   -----------------------------------------------------------------------------------
+//   0 | 0    | Conv2d | 320    | train | 451 K | [1, 1, 28, 28] | [1, 32, 28, 28]
 //   ...
-//   ---------------------------------------------------------------------------
+//   -----------------------------------------------------------------------------------
 //   421 K     Trainable params
 //   0         Non-trainable params
 //   421 K     Total params
 //   1.687     Total estimated model params size (MB)
 //   10        Modules in train mode
 //   0         Modules in eval mode
+//   8.5 M     Total Flops
 //
 // As Lightning does, the example forward runs in eval mode (BatchNorm uses its running stats,
 // dropout is off) and every module's mode is restored afterwards. Beyond Lightning, every buffer
 // and the global random generator are snapshotted and restored too, also when forward throws,
-// so a summary leaves no trace even for modules that change state in eval. Lightning's FLOPs
-// column is not computed.
+// so a summary leaves no trace even for modules that change state in eval.
+//
+// The FLOPs column and "Total Flops" line (Lightning 2.5+) count the floating-point operations
+// of the example forward (0 without one) as torch.utils.flop_counter does: 2 per multiply-add
+// of the matrix products and convolutions (Linear, Bilinear, Conv1d, Conv2d, ConvTranspose2d,
+// LSTM/GRU and their cells, MultiheadAttention's projections and its two attention products,
+// taken as self-attention: keys as long as the queries), nothing for the elementwise rest. A row
+// counts every call of its module and of everything inside it.
 #pragma once
 
 #include <optional>
@@ -40,6 +47,7 @@ struct LayerSummary {
   // Shapes of the first call during the example forward; empty when the module was not called
   // (or no example input was given).
   std::optional<Shape> in_shape, out_shape;
+  int64_t flops = 0;  // of the example forward, this module and everything inside it
 };
 
 struct ModelSummary {
@@ -48,6 +56,7 @@ struct ModelSummary {
   int64_t trainable_params = 0;
   double size_mb = 0;       // bytes of all parameters / 1e6
   bool has_shapes = false;  // an example input was run: the table shows In/Out sizes
+  int64_t total_flops = 0;  // of the example forward
   int64_t train_modules = 0, eval_modules = 0;  // descendants of the root in each mode
 
   int64_t non_trainable_params() const { return total_params - trainable_params; }
