@@ -3,34 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <filesystem>
 #include <set>
 
 #include "athanor/core/error.h"
-#include "athanor/io/atomic_file.h"
+#include "version_dir.h"
 
 namespace ath::train {
-namespace fs = std::filesystem;
 namespace {
-
-// Lightning's _get_next_version: one more than the highest version_<digits> directory.
-int64_t next_version(const fs::path& root) {
-  std::error_code ec;
-  int64_t next = 0;
-  if (!fs::is_directory(root, ec)) return 0;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string n = entry.path().filename().string();
-    if (n.rfind("version_", 0) != 0 || !entry.is_directory(ec)) continue;
-    const std::string digits = n.substr(8);
-    int64_t v = 0;
-    auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (digits.empty() || err != std::errc() || end != digits.data() + digits.size()) continue;
-    next = std::max(next, v + 1);
-  }
-  ATH_CHECK(!ec, IOError, "CSVLogger: cannot list {}: {}", root.string(), ec.message());
-  return next;
-}
 
 // RFC 4180 quoting, as Python's csv module with QUOTE_MINIMAL.
 std::string csv_field(const std::string& s) {
@@ -43,10 +22,6 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  write_file_atomic(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
-}
-
 }  // namespace
 
 std::string format_metric_value(double v) { return fmt::format("{}", v); }
@@ -56,22 +31,17 @@ CSVLogger::CSVLogger(std::string save_dir, CSVLoggerOptions options)
   ATH_CHECK(options_.flush_logs_every_n_steps >= 0, ValueError,
             "CSVLogger: flush_logs_every_n_steps must be >= 0, got {}",
             options_.flush_logs_every_n_steps);
-  ATH_CHECK(!options_.version || *options_.version >= 0, ValueError,
-            "CSVLogger: version must be >= 0, got {}", options_.version.value_or(0));
-  const fs::path root =
-      options_.name.empty() ? fs::path(save_dir_) : fs::path(save_dir_) / options_.name;
-  version_ = options_.version ? *options_.version : next_version(root);
-  log_dir_ = (root / ("version_" + std::to_string(version_))).string();
-  std::error_code ec;
-  fs::create_directories(log_dir_, ec);
-  ATH_CHECK(!ec, IOError, "CSVLogger: cannot create {}: {}", log_dir_, ec.message());
+  const detail::VersionDir dir =
+      detail::make_version_dir(save_dir_, options_.name, options_.version, "CSVLogger");
+  version_ = dir.version;
+  log_dir_ = dir.path;
 }
 
 void CSVLogger::log_hyperparams(const nlohmann::json& hparams) {
   ATH_CHECK(hparams.is_object(), ValueError,
             "CSVLogger: hyperparameters must be a JSON object, got a {}", hparams.type_name());
   for (const auto& [k, v] : hparams.items()) hparams_[k] = v;
-  write_text(hparams_file(), hparams_to_yaml(hparams_));
+  detail::write_text_file(hparams_file(), hparams_to_yaml(hparams_));
 }
 
 void CSVLogger::log_metrics(const Metrics& metrics, int64_t step) {
@@ -117,7 +87,7 @@ void CSVLogger::save() {
     header += csv_field(keys_[i]);
   }
   try {
-    write_text(metrics_file(), header + '\n' + body);
+    detail::write_text_file(metrics_file(), header + '\n' + body);
   } catch (...) {
     if (widened) std::swap(keys_, new_keys);  // nothing changed: a later save retries it all
     throw;

@@ -1,5 +1,5 @@
-// The Trainer's defaults when the user gives none: loggers (CSVLogger and the HTML report under
-// default_root_dir) and the progress bar callback.
+// The Trainer's defaults when the user gives none: loggers (CSVLogger, TensorBoardLogger and the
+// HTML report, all in one default_root_dir/lightning_logs/version_N) and the progress bar.
 #pragma once
 
 #include <memory>
