@@ -52,6 +52,7 @@ void Trainer::check_monitors() const {
 
 void Trainer::run_fit(Source train, Source val) {
   check_monitors();
+  steps_before_batch_ = global_step_;
   train_ = train;
   num_train_batches_ =
       resolve_limit(options_.limit_train_batches, train->num_batches(), "limit_train_batches");
@@ -144,6 +145,7 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
     std::optional<data::Batch> batch = train->next();
     if (!batch) break;
     in_batch_ = true;
+    steps_before_batch_ = global_step_;
     is_last_batch_ = num_train_batches_ >= 0 && batch_idx_ + 1 == num_train_batches_;
     train_batch(*batch, batch_idx_);
     in_batch_ = false;

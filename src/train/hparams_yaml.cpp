@@ -1,5 +1,5 @@
-// JSON hyperparameters -> the YAML of Lightning's hparams.yaml, via yaml-cpp's emitter (which
-// takes care of quoting keys and strings with special characters).
+// JSON hyperparameters -> the YAML of Lightning's hparams.yaml, in PyYAML's block layout (what
+// yaml.dump writes there), with yaml-cpp deciding how each string must be quoted.
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -42,54 +42,73 @@ bool looks_typed(const std::string& s) {
   return err == std::errc() && end == e;
 }
 
-void emit(YAML::Emitter& out, const nlohmann::json& j) {
+// One scalar as PyYAML would read it back with the same type: yaml-cpp decides the quoting of
+// strings (special characters, leading indicators), typed-looking strings are double-quoted.
+std::string scalar(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::object:
-      out << YAML::BeginMap;
-      for (const auto& [k, v] : j.items()) {
-        out << YAML::Key;
-        if (looks_typed(k)) out << YAML::DoubleQuoted;
-        out << k << YAML::Value;
-        emit(out, v);
-      }
-      out << YAML::EndMap;
-      break;
-    case nlohmann::json::value_t::array:
-      out << YAML::BeginSeq;
-      for (const auto& v : j) emit(out, v);
-      out << YAML::EndSeq;
-      break;
     case nlohmann::json::value_t::string: {
       const auto& s = j.get_ref<const std::string&>();
+      YAML::Emitter out;
       if (looks_typed(s)) out << YAML::DoubleQuoted;
       out << s;
-      break;
+      return out.c_str();
     }
     case nlohmann::json::value_t::boolean:
-      out << (j.get<bool>() ? "true" : "false");
-      break;
+      return j.get<bool>() ? "true" : "false";
     case nlohmann::json::value_t::number_integer:
-      out << j.get<int64_t>();
-      break;
+      return std::to_string(j.get<int64_t>());
     case nlohmann::json::value_t::number_unsigned:
-      out << j.get<uint64_t>();
-      break;
+      return std::to_string(j.get<uint64_t>());
     case nlohmann::json::value_t::number_float:
-      out << yaml_float(j.get<double>());
-      break;
+      return yaml_float(j.get<double>());
     default:  // null, discarded, binary
-      out << YAML::Null;
-      break;
+      return "null";
+  }
+}
+
+// PyYAML's block style, as yaml.dump writes Lightning's hparams.yaml: keys sorted (JSON objects
+// are), a nested mapping indented by two, a sequence under a key not indented (its dashes under
+// the key's first letter), empty collections as {} and []. `out` ends mid-line: the caller has
+// written what comes before the value on its line ("key:" or "- ").
+void emit(std::string& out, const nlohmann::json& j, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (j.is_object() && !j.empty()) {
+    bool first = true;
+    for (const auto& [k, v] : j.items()) {
+      if (!first) out += pad;
+      first = false;
+      out += scalar(nlohmann::json(k)) + ":";
+      if (v.is_object() && !v.empty()) {
+        out += "\n" + pad + "  ";
+        emit(out, v, indent + 2);
+      } else if (v.is_array() && !v.empty()) {
+        out += "\n" + pad;
+        emit(out, v, indent);
+      } else {
+        out += " ";
+        emit(out, v, indent);
+      }
+    }
+  } else if (j.is_array() && !j.empty()) {
+    bool first = true;
+    for (const auto& v : j) {
+      if (!first) out += pad;
+      first = false;
+      out += "- ";
+      emit(out, v, indent + 2);
+    }
+  } else {
+    out += j.is_object() ? "{}" : j.is_array() ? "[]" : scalar(j);
+    out += "\n";
   }
 }
 
 }  // namespace
 
 std::string hparams_to_yaml(const nlohmann::json& hparams) {
-  YAML::Emitter out;
-  emit(out, hparams);
-  std::string s = out.c_str();
-  return s + "\n";
+  std::string out;
+  emit(out, hparams, 0);
+  return out;
 }
 
 }  // namespace ath::train

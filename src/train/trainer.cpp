@@ -215,10 +215,11 @@ void Trainer::log_from_module(const std::string& name, double value, const LogOp
 
 void Trainer::log_to_loggers(const Metrics& metrics) {
   if (metrics.empty() || stage_ == Stage::SanityChecking) return;
-  // Lightning's step column: inside fit, the optimizer steps taken *before* the batch that logs
-  // (its rows for the 50th step and that epoch's validation and epoch metrics say 49; global_step
-  // has already counted the step by then); outside fit (validate/test), global_step itself.
-  const int64_t step = in_fit_ ? std::max<int64_t>(global_step_ - 1, 0) : global_step_;
+  // Lightning's step column (its _batches_that_stepped): inside fit, the optimizer steps taken
+  // before the current (or last) training batch, whether the batch logs before its step
+  // (LearningRateMonitor) or after it; so the 50th batch's rows, and that epoch's validation
+  // and epoch rows, say 49. Outside fit (validate/test), the steps taken so far.
+  const int64_t step = in_fit_ ? steps_before_batch_ : global_step_;
   for (const auto& lg : loggers_) lg->log_metrics(metrics, step);
 }
 

@@ -122,11 +122,17 @@ TEST(CSVLogger, YamlConversion) {
                       {"inf", std::numeric_limits<double>::infinity()}};
   EXPECT_EQ(hparams_to_yaml(j),
             "big: 2.0\n"
-            "flags:\n  amp: true\n  ckpt: ~\n"
+            "flags:\n  amp: true\n  ckpt: null\n"
             "\"inf\": .inf\n"  // "inf" would read back as a float in YAML 1.2: quoted
-            "model:\n  act: relu\n  dropout: 0.5\n  hidden:\n    - 128\n    - 64\n"
+            "model:\n  act: relu\n  dropout: 0.5\n  hidden:\n  - 128\n  - 64\n"
             "neg: -3\n"
-            "tricky:\n  - \"true\"\n  - \"1.5\"\n  - \"\"\n  - \"a: b\"\n  - \"# c\"\n");
+            "tricky:\n- \"true\"\n- \"1.5\"\n- \"\"\n- \"a: b\"\n- \"# c\"\n");
+  // PyYAML's layout for what nests deeper: a mapping in a sequence starts on the dash's line,
+  // empty collections are written inline.
+  EXPECT_EQ(hparams_to_yaml({{"layers", {{{"in", 2}, {"out", 3}}, {1, 2}}},
+                             {"none", nlohmann::json::object()},
+                             {"empty", nlohmann::json::array()}}),
+            "empty: []\nlayers:\n- in: 2\n  out: 3\n- - 1\n  - 2\nnone: {}\n");
   EXPECT_EQ(hparams_to_yaml(nlohmann::json::object()), "{}\n");
   EXPECT_EQ(format_metric_value(0.1), "0.1");
   EXPECT_EQ(format_metric_value(3.0), "3");
