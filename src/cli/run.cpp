@@ -289,6 +289,14 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
     if (std::filesystem::exists(std::filesystem::path(log_dir) / "report.html")) {
       out << "report: " << (std::filesystem::path(log_dir) / "report.html").string() << "\n";
     }
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
+      if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
+        out << "tensorboard: tensorboard --logdir "
+            << std::filesystem::path(log_dir).parent_path().string() << "\n";
+        break;
+      }
+    }
   } else if (subcommand == "validate") {
     ATH_CHECK(data.val != nullptr, cli::ConfigError,
               "validate needs a validation split (data.val_fraction > 0)");

@@ -169,6 +169,10 @@ TEST(CliApp, FitTrainsTestsAndReportsWhereThingsWent) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("test_acc="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("last checkpoint: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensorboard: tensorboard --logdir " +
+                       (dir / "runs" / "lightning_logs").string() + "\n"),
+            std::string::npos)
+      << r.out;
 
   // "last" in a new run (which logs to a new, empty version_N) finds the previous version's
   // checkpoint and says which file it loaded; docs/cli.md's `--ckpt_path last` example.
