@@ -1,13 +1,14 @@
 """athanor's Trainer beside pytorch-lightning's on the same module (issue 13; outside CI).
 
-Both train the same task for 1 epoch of 50 batches on the same generated table: `athanor fit`
+Both train the same task for 2 epochs of 50 batches on the same generated table: `athanor fit`
 (ClassificationTask on tabular_mlp, its default callbacks ModelCheckpoint(monitor=val_acc,
 mode=max, save_last) and LearningRateMonitor, Adam + OneCycleLR, CSV and TensorBoard loggers),
 then `test`; and a LightningModule that logs the same keys the same way with the same callbacks,
 scheduler and loggers (Lightning's CSVLogger and TensorBoardLogger, the latter given version=0:
 athanor's defaults share one version_N, where Lightning would number two loggers apart). Compared, with values ignored:
   - metrics.csv: the header, and the step and epoch columns row by row;
-  - the directory layout under default_root_dir (event file names reduced to their prefix);
+  - the directory layout under default_root_dir (event file names reduced to their prefix; the
+    classes separate at once, so both keep epoch 0's checkpoint as the best);
   - hparams.yaml, as text (Lightning saves the hyperparameters athanor saved).
 Prints each difference and exits 1 if there is one; athanor's report.html (its HTML report, an
 addition of athanor's) is the one expected extra file.
@@ -30,7 +31,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 ROWS, VAL_FRACTION, BATCH = 1000, 0.2, 16  # 800 training rows: 50 batches; 200 to validate
-LOG_EVERY = 10  # five logging steps in the epoch
+LOG_EVERY = 10  # five logging steps an epoch
+EPOCHS = 2  # and an epoch boundary
 
 
 def write_table(path):
@@ -89,7 +91,7 @@ def run_lightning(root, table, hparams):
     train = TensorDataset(x[perm[n_val:]], y[perm[n_val:]])
     val = TensorDataset(x[perm[:n_val]], y[perm[:n_val]])
     trainer = pl.Trainer(
-        max_epochs=1, default_root_dir=root, log_every_n_steps=LOG_EVERY, accelerator="cpu",
+        max_epochs=EPOCHS, default_root_dir=root, log_every_n_steps=LOG_EVERY, accelerator="cpu",
         enable_progress_bar=False, enable_model_summary=False,
         logger=[CSVLogger(root), TensorBoardLogger(root, version=0)],
         callbacks=[ModelCheckpoint(monitor="val_acc", mode="max", save_last=True),
@@ -103,7 +105,7 @@ def run_lightning(root, table, hparams):
 def run_athanor(athanor, root, table):
     subprocess.run([athanor, "fit", "--data.name=csv", f"--data.path={table}",
                     "--model.name=tabular_mlp", f"--data.batch_size={BATCH}",
-                    f"--data.val_fraction={VAL_FRACTION}", "--trainer.max_epochs=1",
+                    f"--data.val_fraction={VAL_FRACTION}", f"--trainer.max_epochs={EPOCHS}",
                     f"--trainer.log_every_n_steps={LOG_EVERY}",
                     f"--trainer.default_root_dir={root}", "--trainer.enable_progress_bar=false",
                     "--trainer.enable_model_summary=false"], check=True, stdout=subprocess.DEVNULL)

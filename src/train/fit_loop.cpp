@@ -125,6 +125,9 @@ bool Trainer::run_train_epoch(Source& train, Source& val) {
   // Overfitting replays epoch 0's batches every epoch.
   train->start_epoch(overfit ? 0 : epoch_);
   module_->train();
+  // Rows logged at the epoch's start (LearningRateMonitor's "epoch" interval) count every step
+  // so far; from each batch on, the steps before it, through that epoch's end-of-epoch rows.
+  steps_before_batch_ = global_step_;
   ATH_TRAINER_HOOK(on_train_epoch_start);
 
   const bool validate_this_epoch = val && options_.check_val_every_n_epoch &&
