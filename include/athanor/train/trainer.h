@@ -210,8 +210,8 @@ class Trainer {
   int64_t num_val_batches_ = 0;
   int64_t num_test_batches_ = 0;
   int64_t num_predict_batches_ = 0;
-  int64_t accumulated_ = 0;
-  int64_t steps_before_batch_ = 0;  // global_step_ when the current training batch started  // batches backpropagated since the last optimizer step
+  int64_t accumulated_ = 0;         // batches backpropagated since the last optimizer step
+  int64_t steps_before_batch_ = 0;  // global_step_ when the current training batch started
   int64_t last_logged_step_ = -1;
   nlohmann::json pending_loader_state_;
   std::chrono::steady_clock::time_point fit_start_;
