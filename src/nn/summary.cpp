@@ -66,11 +66,11 @@ int64_t own_flops(const Module& m, const Tensor& in, const Tensor& out) {
     return 2 * out.numel() * b->options.in1 * b->options.in2;
   }
   // A convolution: each output element is a dot product over one output channel's weights.
-  if (dynamic_cast<const Conv1d*>(&m) != nullptr || dynamic_cast<const Conv2d*>(&m) != nullptr) {
-    const Tensor& w = dynamic_cast<const Conv1d*>(&m) != nullptr
-                          ? dynamic_cast<const Conv1d&>(m).weight
-                          : dynamic_cast<const Conv2d&>(m).weight;
-    return 2 * out.numel() * (w.numel() / w.size(0));
+  const Tensor* conv_weight = nullptr;
+  if (const auto* c = dynamic_cast<const Conv1d*>(&m)) conv_weight = &c->weight;
+  if (const auto* c = dynamic_cast<const Conv2d*>(&m)) conv_weight = &c->weight;
+  if (conv_weight != nullptr) {
+    return 2 * out.numel() * (conv_weight->numel() / conv_weight->size(0));
   }
   if (const auto* t = dynamic_cast<const ConvTranspose2d*>(&m)) {  // scatters each input element
     return 2 * in.numel() * (t->weight.numel() / t->weight.size(0));
@@ -94,7 +94,7 @@ int64_t own_flops(const Module& m, const Tensor& in, const Tensor& out) {
   if (const auto* a = dynamic_cast<const MultiheadAttention*>(&m)) {
     // q, k and v projections, then Q K^T and A V; out_proj is a Linear of its own.
     const int64_t e = a->options.embed_dim, tokens = in.numel() / e;
-    const int64_t len = in.size(a->options.batch_first ? 1 : 0);
+    const int64_t len = in.dim() == 2 ? in.size(0) : in.size(a->options.batch_first ? 1 : 0);
     return 3 * 2 * tokens * e * e + 2 * 2 * tokens * len * e;
   }
   return 0;

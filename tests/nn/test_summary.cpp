@@ -149,6 +149,8 @@ struct Zoo : Module {
   LSTM lstm{{.input_size = 8, .hidden_size = 16, .num_layers = 2, .bidirectional = true}};
   GRUCell gru{{.input_size = 4, .hidden_size = 6}};
   MultiheadAttention mha{{.embed_dim = 12, .num_heads = 3}};
+  MultiheadAttention mha_bf{{.embed_dim = 12, .num_heads = 3, .batch_first = true}};
+  MultiheadAttention mha_unbatched{{.embed_dim = 12, .num_heads = 3}};
   ConvTranspose2d tconv{{.in = 3, .out = 5, .kernel = 3, .stride = 2}};
   Conv1d c1{{.in = 4, .out = 6, .kernel = 3, .groups = 2}};
   Bilinear bil{{.in1 = 3, .in2 = 4, .out = 5}};
@@ -156,6 +158,8 @@ struct Zoo : Module {
     register_module("lstm", lstm);
     register_module("gru", gru);
     register_module("mha", mha);
+    register_module("mha_bf", mha_bf);
+    register_module("mha_unbatched", mha_unbatched);
     register_module("tconv", tconv);
     register_module("c1", c1);
     register_module("bil", bil);
@@ -164,6 +168,8 @@ struct Zoo : Module {
     lstm(zeros({7, 2, 8}));
     gru(zeros({3, 4}));
     mha(zeros({5, 2, 12}), zeros({5, 2, 12}), zeros({5, 2, 12}));
+    mha_bf(zeros({2, 5, 12}));
+    mha_unbatched(zeros({5, 12}));
     tconv(zeros({2, 3, 4, 4}));
     c1(zeros({2, 4, 10}));
     bil(zeros({2, 3}), zeros({2, 4}));
@@ -181,10 +187,12 @@ TEST(Summary, FlopsOfEveryLayerWithMatrixProducts) {
   EXPECT_EQ(flops["gru"], 1080);
   EXPECT_EQ(flops["mha"], 13920);  // projections, Q K^T, A V and out_proj: torch's 13.9 K
   EXPECT_EQ(flops["mha.out_proj"], 2880);
+  EXPECT_EQ(flops["mha_bf"], 13920);        // the same attention, batch first
+  EXPECT_EQ(flops["mha_unbatched"], 6960);  // half the tokens: 4320 + 1200 + 1440
   EXPECT_EQ(flops["tconv"], 8640);
   EXPECT_EQ(flops["c1"], 1152);
   EXPECT_EQ(flops["bil"], 2 * 10 * 3 * 4);
-  EXPECT_EQ(s.total_flops, flops["lstm"] + 1080 + 13920 + 8640 + 1152 + 240);
+  EXPECT_EQ(s.total_flops, flops["lstm"] + 1080 + 13920 * 2 + 6960 + 8640 + 1152 + 240);
   // Without an example input nothing runs: zeros, as Lightning prints them.
   EXPECT_EQ(summarize(zoo, 2).total_flops, 0);
 }
