@@ -3,11 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <array>
-#include <cstring>
-#include <limits>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "athanor/core/error.h"
 #include "safetensors_header.h"
