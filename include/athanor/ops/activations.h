@@ -1,9 +1,12 @@
 // Activation functions: elementwise nonlinearities with PyTorch's formulas and defaults.
 //
+//   Tensor x = randn({2, 3});
 //   Tensor h = relu(x);                          // keeps the dtype; integers allowed
+//   Tensor k = relu(arange(-2, 2));              // int64 [0, 0, 0, 1]
 //   Tensor g = gelu(x, GeluApprox::Tanh);        // F.gelu(x, approximate="tanh")
 //   Tensor s = softplus(x, /*beta=*/2, /*threshold=*/20);
 //   Tensor c = hardtanh(x, -2, 2);
+//   assert(k.dtype() == kInt64 && k.to_vector<int64_t>()[3] == 1);
 //
 // All but relu and hardtanh need a floating tensor (as torch's CPU kernels do); 16-bit floats
 // compute in float32. Gradients are written with other registered ops, so they are themselves

@@ -3,10 +3,15 @@
 // the tracer and the graph compiler see its parts.
 //
 //   // q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev] -> [B, H, L, Ev]
+//   Tensor q = randn({2, 4, 5, 8}), k = randn({2, 4, 6, 8}), v = randn({2, 4, 6, 3});
 //   Tensor y = scaled_dot_product_attention(q, k, v, {.is_causal = true});
+//   Tensor pad_mask = lt(arange(6), 4).view({1, 1, 1, 6});  // keys 4 and 5 are padding
 //   Tensor z = scaled_dot_product_attention(q, k, v, {.mask = pad_mask});  // bool: true = keep
+//   Tensor scores = randn({2, 4, 5, 6});
 //   Tensor p = attention_softmax(scores, 0.125, /*causal=*/true);          // [..., L, S]
+//   Tensor packed = randn({2, 5, 3 * 32});
 //   auto qkv = split_heads(packed, /*heads=*/4, /*parts=*/3);   // [B, L, 3E] -> 3 x [B, 4, L, d]
+//   assert(y.size(3) == 3 && qkv.size() == 3 && qkv[0].size(3) == 8);
 //
 // softmax(q k^T * scale + mask) v, as torch.nn.functional.scaled_dot_product_attention (2.x)
 // defines it: a bool mask keeps the positions where it is true (others get -inf), a floating

@@ -1,8 +1,10 @@
 // Comparisons, logical ops and floating-point classification: all return bool tensors.
 //
+//   Tensor x = from_vector<float>({0.2f, 0.9f, NAN, 0.7f}), y = rand({4});
 //   Tensor m = gt(x, 0.5);                  // x > 0.5, bool
 //   Tensor both = logical_and(m, lt(x, y)); // any dtypes: nonzero (and NaN) is true
-//   Tensor bad = logical_not(isfinite(x));
+//   Tensor bad = logical_not(isfinite(x));  // [false, false, true, false]
+//   assert(m.dtype() == kBool && sum(bad).item<int64_t>() == 1);
 //
 // Comparisons promote their operands to a common dtype first (an int64 tensor compared with 2.5
 // compares in float32, as torch does). None of these ops is differentiable.

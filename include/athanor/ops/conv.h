@@ -1,13 +1,17 @@
 // Convolution and pooling over NCHW tensors (N, channels, height, width), as torch.nn.functional.
 //
+//   Tensor x = randn({1, 3, 8, 8}), w = randn({4, 3, 3, 3}), b = zeros({4});
 //   Tensor y = conv2d(x, w, b, {.stride = 2, .padding = 1});          // w [out, in/groups, kh, kw]
 //   Tensor s = conv2d(x, w, {}, {.padding = "same", .dilation = 2});  // output keeps H x W
+//   Tensor wt = randn({4, 3, 3, 3});                                  // [in, out/groups, kh, kw]
 //   Tensor u = conv_transpose2d(y, wt, {}, {.stride = 2, .padding = 1, .output_padding = 1});
+//   Tensor seq = randn({2, 3, 10}), k = randn({5, 3, 5});
 //   Tensor z = conv1d(seq, k, {}, {.padding = 2});                    // [N, C, L]
 //   Tensor m = max_pool2d(x, {.kernel = 2});                          // stride defaults to kernel
 //   auto [v, idx] = max_pool2d_with_indices(x, {.kernel = 3, .stride = 2, .ceil_mode = true});
 //   Tensor a = avg_pool2d(x, {.kernel = 3, .padding = 1, .count_include_pad = false});
 //   Tensor g = adaptive_avg_pool2d(x, {5, 7});
+//   assert(y.size(2) == 4 && s.size(2) == 8 && u.size(2) == 8 && z.size(2) == 10);
 //
 // A 3-D input (C, H, W) is one unbatched sample, as in PyTorch. Convolutions (forward and all
 // gradients) run on oneDNN for float32/bfloat16 with cached primitives, and on direct loops for

@@ -1,8 +1,11 @@
 // Copies and dtype conversion: the ops that move data without computing on it.
 //
+//   Tensor x = randn({2, 3});
 //   Tensor c = x.contiguous();   // x itself when already contiguous
 //   Tensor h = x.to(kBFloat16);  // rounds to nearest even
+//   Tensor dst = zeros({2, 3}, kFloat64), src = arange(3);
 //   dst.copy_(src);              // broadcasts src to dst's shape, converts dtype
+//   assert(c.is_same(x) && dst.to_vector<double>()[5] == 2);
 #pragma once
 
 #include "athanor/ops/op.h"

@@ -2,9 +2,12 @@
 //
 //   Tensor z = zeros({2, 3});
 //   Tensor r = arange(0, 10, 2);                 // int64 [0, 2, 4, 6, 8]
+//   Generator gen(42);
 //   Tensor u = rand({4}, {.generator = &gen});   // Philox; same numbers whatever the threads
 //   Tensor v = from_vector<float>({1, 2, 3, 4}, {2, 2});
-//   Tensor b = from_blob(ptr, {3}, kFloat32);    // borrows ptr; ptr must outlive b
+//   float data[3] = {1, 2, 3};
+//   Tensor b = from_blob(data, {3}, kFloat32);   // borrows data; data must outlive b
+//   assert(r.dtype() == kInt64 && r.numel() == 5 && b.to_vector<float>()[2] == 3);
 #pragma once
 
 #include <functional>

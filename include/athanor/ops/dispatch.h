@@ -1,6 +1,8 @@
 // The dispatcher: the single path every op call takes.
 //
-//   Tensor y = call1(op_add(), {a, b}, AlphaAttrs{.alpha = 1});
+//   Tensor a = ones({2}), b = ones({2});
+//   Tensor y = call1(op_add(), {a, b}, AlphaAttrs{.alpha = 1});   // what add(a, b) does
+//   assert(y.to_vector<float>()[0] == 2);
 //
 // 1. shape rule (validates; errors are prefixed with the op's name),
 // 2. inputs converted to the kernel dtype (type promotion), outputs allocated,

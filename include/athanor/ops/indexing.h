@@ -1,11 +1,15 @@
 // Indexing ops: pick, place and order elements by index tensors or masks (PyTorch semantics).
 //
+//   Tensor x = randn({3, 4});
 //   Tensor rows = index_select(x, 0, from_vector<int64_t>({2, 0}));   // x[[2, 0]]
-//   Tensor g = gather(x, 1, idx);                  // out[i][j] = x[i][idx[i][j]]
-//   Tensor s = scatter_add(zeros({3}), 0, idx, v); // accumulates in index order
-//   Tensor y = where(gt_mask, a, b);               // broadcasts, promotes a and b
+//   Tensor cols = from_vector<int64_t>({3, 0, 1, 1, 0, 2}, {3, 2});
+//   Tensor g = gather(x, 1, cols);                 // out[i][j] = x[i][cols[i][j]]
+//   Tensor idx = from_vector<int64_t>({0, 2, 0}), v = ones({3});
+//   Tensor s = scatter_add(zeros({3}), 0, idx, v); // accumulates in index order: [2, 0, 1]
+//   Tensor y = where(gt(x, 0), x, zeros({4}, kFloat64));   // broadcasts, promotes a and b
 //   auto [values, indices] = sort(x, -1, /*descending=*/true);
 //   Tensor nz = nonzero(x);                        // [n, x.dim()] int64; n read from the data
+//   assert(g.size(1) == 2 && s.to_vector<float>()[0] == 2 && y.dtype() == kFloat64);
 //
 // Index tensors are int64 (int32 is also accepted by index_select and index_add, as in torch);
 // every index is range-checked (IndexError naming the op, the index and the dim size).

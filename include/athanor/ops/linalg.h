@@ -1,10 +1,13 @@
 // Matrix products: mm, bmm, matmul (NumPy-broadcast batches), addmm and linear.
 //
+//   Tensor a = randn({2, 3}), b = randn({3, 4}), x = randn({5, 3}), w = randn({4, 3});
 //   Tensor c = mm(a, b);                       // [M, K] @ [K, N]
 //   Tensor d = matmul(x, w.t());               // transposed views are read in place, no copy
 //   Tensor e = matmul(randn({8, 1, 4, 5}), randn({3, 5, 6}));   // -> [8, 3, 4, 6]
-//   Tensor y = linear(x, weight, bias);        // x [..., in], weight [out, in], bias [out]
+//   Tensor bias = randn({4});
+//   Tensor y = linear(x, w, bias);             // x [..., in], weight [out, in], bias [out]
 //   Tensor z = addmm(bias, a, b, /*beta=*/0.5, /*alpha=*/2);    // 0.5 * bias + 2 * a @ b
+//   assert(c.size(1) == 4 && d.size(1) == 4 && e.size(1) == 3 && y.size(0) == 5);
 //
 // float32 and bfloat16 run on oneDNN (bfloat16 accumulates in float32 and rounds the result,
 // like PyTorch); float64 runs a blocked C++ kernel; float16 computes in float32. Built oneDNN

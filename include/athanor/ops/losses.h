@@ -2,11 +2,16 @@
 // a fused CPU kernel (loss and reduction in one pass) and a fused registered backward op; the
 // backward ops are differentiable too (double backward), through formulas in registered ops.
 //
+//   Tensor logits = randn({4, 3}), labels = from_vector<int64_t>({1, 0, 2, 1});
 //   Tensor loss = cross_entropy(logits, labels);                         // [N, C], int64 [N]
 //   Tensor l2 = cross_entropy(logits, labels, {.ignore_index = 0, .label_smoothing = 0.1});
+//   Tensor pred = randn({4}), target = randn({4});
 //   Tensor l3 = mse_loss(pred, target, Reduction::Sum);
+//   Tensor z = randn({4, 3}), y = rand({4, 3}), pw = full({3}, 2.0);   // y: targets in [0, 1]
 //   Tensor l4 = binary_cross_entropy_with_logits(z, y, {.pos_weight = pw});   // pw [C]
+//   Tensor log_q = log_softmax(logits, 1), p = softmax(randn({4, 3}), 1);
 //   Tensor l5 = kl_div(log_q, p, {.reduction = Reduction::BatchMean});
+//   assert(loss.dim() == 0 && l3.dim() == 0);   // reduced to 0-dim tensors
 //
 // The options structs hold PyTorch's defaults, so an nn layer (nn::CrossEntropyLoss...) stores
 // one and forwards it. Floating dtypes: float32, float64, and bfloat16/float16 computed in

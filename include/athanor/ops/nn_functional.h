@@ -3,11 +3,16 @@
 // dedicated registered backward op (softmax_backward, layer_norm_backward, ...) with its own
 // fused kernel; the backward ops are differentiable too (double backward).
 //
+//   Tensor logits = randn({2, 10}), x = randn({4, 8}), w = ones({8}), b = zeros({8});
 //   Tensor p = softmax(logits, -1);                        // max-subtracted, any dim
-//   Tensor y = layer_norm(x, {512}, w, b);                 // w, b optional: pass {} for none
+//   Tensor y = layer_norm(x, {8}, w, b);                   // w, b optional: pass {} for none
+//   Tensor rm = zeros({8}), rv = ones({8});                // running stats of the 8 channels
 //   Tensor z = batch_norm(x, rm, rv, w, b, /*training=*/true);   // updates rm, rv in place
+//   Generator gen(0);
 //   Tensor d = dropout(x, 0.1, /*training=*/true, &gen);   // Philox mask: thread-independent
+//   Tensor table = randn({10, 8}), ids = from_vector<int64_t>({0, 3, 3});
 //   Tensor e = embedding(table, ids, /*padding_idx=*/0);   // table [num, dim], ids int64
+//   assert(e.size(0) == 3 && e.size(1) == 8);
 //
 // Semantics follow PyTorch (torch.nn.functional); float32, float64 and bfloat16 (computed in
 // float) are supported. Statistics (mean, rstd) are float32, or float64 for float64 inputs.

@@ -7,16 +7,33 @@
 //   const Op<ScaleAttrs>& op_scale() {
 //     static const auto& op = define_op<ScaleAttrs>({
 //         .name = "scale", .kind = OpKind::Pointwise, .num_inputs = 1,
-//         .infer = same_as_input0<ScaleAttrs>,
+//         .infer = [](TensorSpan in, const ScaleAttrs&) {  // the output is like the input
+//           return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()}; },
 //         .backward = [](BackwardContext& ctx, const ScaleAttrs& a) {
 //           ctx.set_grad_input(0, mul(ctx.grad_output(0), a.factor)); },
 //     });
 //     return op;
 //   }
 //
-// and its CPU kernels, registered per dtype from src/ops/kernels/cpu/:
+// and its CPU kernel, registered for the dtypes it handles (the real ones are in
+// src/ops/kernels/cpu/). Inputs may be strided; outputs come allocated and contiguous:
 //
-//   static KernelRegistrar<ScaleAttrs> reg(op_scale(), DeviceType::CPU, kFloatingTypes, kernel);
+//   void scale_kernel(TensorSpan in, std::span<Tensor> out, const ScaleAttrs& a) {
+//     Tensor x = in[0].contiguous();
+//     dispatch_dtype(x.dtype(), [&]<class T>() {
+//       for (int64_t i = 0; i < x.numel(); ++i)
+//         out[0].data<T>()[i] = static_cast<T>(static_cast<double>(x.data<T>()[i]) * a.factor);
+//     });
+//   }
+//   static KernelRegistrar<ScaleAttrs> reg(op_scale(), DeviceType::CPU, kFloatingTypes,
+//                                          scale_kernel);
+//
+// Calls go through the dispatcher (athanor/ops/dispatch.h), autograd included:
+//
+//   Tensor x = randn({3}).requires_grad_();
+//   Tensor y = call1(op_scale(), {x}, ScaleAttrs{.factor = 3});
+//   sum(y).backward();
+//   assert(x.grad().to_vector<float>()[0] == 3);
 #pragma once
 
 #include <array>

@@ -1,10 +1,12 @@
 // Pointwise ops: elementwise math with NumPy broadcasting and PyTorch type promotion.
 //
-//   Tensor c = add(a, b, /*alpha=*/2);   // a + 2 * b
-//   Tensor d = a * 0.5;                  // a scalar keeps a's dtype (float16 stays float16)
+//   Tensor a = arange(-2, 3), b = ones({5}), h = ones({5}, kFloat16);  // a: int64 [-2 .. 2]
+//   Tensor c = add(a, b, /*alpha=*/2);   // a + 2 * b, float32
+//   Tensor d = h * 0.5;                  // a scalar keeps h's dtype (float16 stays float16)
 //   Tensor e = exp(arange(3));           // integer input, float32 result (as torch.exp)
 //   Tensor p = pow(a, 2);                // int64 stays int64; pow(a, 2.5) is float32
 //   Tensor r = remainder(a, -3);         // Python sign convention; int modulo by 0 throws
+//   assert(d.dtype() == kFloat16 && p.dtype() == kInt64 && r.to_vector<int64_t>()[4] == -1);
 //
 // Promotion follows torch.result_type: tensors with dims outrank 0-dim tensors, which outrank
 // wrapped Python scalars, unless the lower-ranked operand is of a higher category (bool < int <

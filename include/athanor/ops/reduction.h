@@ -1,16 +1,19 @@
 // Reductions and scans, with PyTorch semantics. Reductions take any set of dims (an empty list
 // reduces every dim; negative dims count from the end) and keepdim.
 //
+//   Tensor x = randn({2, 3, 4}), grad = randn({2, 3});
 //   Tensor s = sum(x);                              // 0-dim
 //   Tensor m = mean(x, {0, 2}, /*keepdim=*/true);
 //   auto [v, i] = max(x, /*dim=*/1);                // values and int64 indices (first of ties)
 //   Tensor a = argmax(x);                           // index into the flattened tensor
-//   Tensor s2 = std(x, {1}, /*correction=*/0);      // population standard deviation
+//   Tensor s2 = ath::std(x, {1}, /*correction=*/0); // population standard deviation
 //   Tensor l = logsumexp(x, {-1});                  // max-shifted: no overflow
 //   Tensor n = norm(x, INFINITY, {1});
 //   Tensor c = cumsum(x, 0);
-//   Tensor g = sum_to(grad, {1, 3});                // undo broadcasting (used by backward
-//   formulas)
+//   Tensor g = sum_to(grad, {1, 3});                // undo broadcasting (backward formulas)
+//   assert(s.dim() == 0 && m.size(2) == 1 && i.dtype() == kInt64 && g.size(0) == 1);
+//
+// (Write ath::std: under `using namespace ath;` a bare `std(` names namespace std.)
 //
 // Results do not depend on the thread count: every reduction combines in a fixed order (fixed
 // 16-lane strips and fixed-size chunks combined in sequence), so a seed gives bitwise-identical

@@ -2,7 +2,9 @@
 // powers (norm) and a zero-safe reciprocal (std, norm), which the pointwise family has no single
 // op for. A registered op, so the formulas that use it stay differentiable; not public API.
 //
+//   Tensor y = from_vector<float>({2, 0, -4});
 //   Tensor r = reduction_aux(y, {.fn = AuxFn::Recip0});  // 1/y, 0 where y == 0
+//   assert(r.to_vector<float>()[0] == 0.5f && r.to_vector<float>()[1] == 0);
 #pragma once
 
 #include "athanor/ops/op.h"

@@ -3,11 +3,16 @@
 // written with these; most code wants those layers rather than the ops.
 //
 //   // One LSTM step: gates = x W_ih^T + b_ih + h W_hh^T + b_hh  ([B, 4H], PyTorch's i,f,g,o)
+//   Tensor gates = randn({2, 4 * 3}), c_prev = zeros({2, 3});   // B = 2, H = 3
 //   auto [h, c] = lstm_cell_pointwise(gates, c_prev);
 //   // One GRU step: xg = x W_ih^T + b_ih, hg = h W_hh^T + b_hh  ([B, 3H], r,z,n)
+//   Tensor xg = randn({2, 3 * 3}), hg = randn({2, 3 * 3}), h_prev = zeros({2, 3});
 //   Tensor h1 = gru_cell_pointwise(xg, hg, h_prev);
 //   // A whole sequence, input projection done by the caller (one large GEMM for all steps):
+//   Tensor x = randn({5, 2, 4}), w_ih = randn({12, 4}), w_hh = randn({12, 3});  // T 5, in 4
+//   Tensor b_ih = zeros({12}), b_hh = zeros({12}), h0 = zeros({2, 3}), c0 = zeros({2, 3});
 //   LstmSequenceResult r = lstm_sequence(linear(x, w_ih, b_ih + b_hh), w_hh, h0, c0);
+//   assert(r.output.size(0) == 5 && r.h.size(1) == 3);   // output [T, B, H], h [B, H]
 //
 // The pointwise ops compute every sigmoid, tanh and product in one pass and save what backward
 // needs (the activated gates); their gradients are dedicated backward ops that produce all input

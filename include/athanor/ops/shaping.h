@@ -1,11 +1,13 @@
 // Shaping ops: join, split, tile, mirror, shift and mask tensors (PyTorch semantics).
 //
+//   Tensor a = randn({2, 3}), b = ones({2, 3}, kInt64), x = arange(6).view({3, 2});
 //   Tensor c = cat({a, b}, 1);                 // promotes dtypes; 1-D empty tensors are skipped
 //   Tensor s = stack({a, b});                  // a new leading dim
 //   std::vector<Tensor> parts = chunk(x, 3);   // views of x (narrow), no copy
 //   Tensor r = repeat(x, {2, 1});              // tiles x twice along dim 0
-//   Tensor l = tril(m, -1);                    // below the diagonal
+//   Tensor l = tril(ones({3, 3}), -1);         // below the diagonal
 //   Tensor f = flip(x, {0});  Tensor o = roll(x, {1}, {0});
+//   assert(c.size(1) == 6 && s.size(0) == 2 && parts.size() == 3 && r.size(0) == 6);
 //
 // split/chunk return views; stack, repeat and roll are compositions of cat, expand and slices
 // (their gradients follow from those), so they have no op of their own.

@@ -1,9 +1,12 @@
 // View ops: outputs alias their input's storage (no copy); gradients flow back through them.
 //
+//   Tensor x = randn({4, 10}), b = randn({3});
 //   Tensor y = x.view({2, -1});          // throws ShapeError when strides don't allow a view
 //   Tensor r = x.reshape({2, -1});       // a view when possible, else a copy
 //   Tensor c = x.slice(1, 0, 10, 2);     // columns 0, 2, 4, 6, 8
 //   Tensor e = b.expand({4, 3});         // stride 0 on the broadcast dim
+//   c.zero_();                           // writes x's even columns
+//   assert(y.shares_storage(x) && e.stride(0) == 0 && x.to_vector<float>()[2] == 0);
 //
 // Writing through a view writes the base: views share one storage and its version counter.
 #pragma once
