@@ -2,7 +2,9 @@
 // equal bench/e2e/torch_ref.py's CharLSTM, so weights move between the two via safetensors.
 //
 //   models::CharLstm lm;                          // 411,904 parameters
+//   Tensor tokens = randint(0, 256, {2, 16});
 //   Tensor logits = lm(tokens);                   // int64 [B, T] -> [B, T, 256]
+//   assert(lm.num_parameters() == 411904);
 #pragma once
 
 #include "athanor/nn/embedding.h"

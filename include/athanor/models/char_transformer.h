@@ -2,7 +2,9 @@
 // names equal bench/e2e/torch_ref.py's CharTransformer, so weights move between the two.
 //
 //   models::CharTransformer lm;                   // 478,976 parameters
+//   Tensor tokens = randint(0, 256, {2, 16});
 //   Tensor logits = lm(tokens);                   // int64 [B, T <= 128] -> [B, T, 256]
+//   assert(lm.num_parameters() == 478976);
 #pragma once
 
 #include "athanor/nn/embedding.h"

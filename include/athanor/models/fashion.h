@@ -3,7 +3,9 @@
 // torch.nn.Sequential and weights move between the two through safetensors.
 //
 //   auto cnn = models::fashion_cnn();             // W2: 421,642 parameters
+//   Tensor images = randn({4, 1, 28, 28});
 //   Tensor logits = (*cnn)(images);               // [B, 1, 28, 28] -> [B, 10]
+//   assert(cnn->num_parameters() == 421642);
 #pragma once
 
 #include <memory>

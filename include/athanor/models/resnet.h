@@ -5,8 +5,11 @@
 // weight 1 and bias 0, the default Linear init for fc).
 //
 //   models::ResNet net(models::resnet18_options());              // 11,689,512 parameters
-//   Tensor logits = net(images);                                 // [N, 3, 224, 224] -> [N, 1000]
-//   models::ResNet small({.num_classes = 10, .in_channels = 1, .small_input = true});
+//   Tensor images = randn({1, 3, 64, 64});                       // ImageNet's are 224 x 224
+//   Tensor logits = net(images);                                 // [N, 3, H, W] -> [N, 1000]
+//   assert(net.num_parameters() == 11689512);
+//   models::ResNet small({.num_classes = 10, .in_channels = 1, .width = 16, .small_input = true});
+//   Tensor x = randn({2, 1, 28, 28});
 //   Tensor y = small(x);                                         // [N, 1, 28, 28] -> [N, 10]
 //
 // small_input swaps the 7x7 stride-2 stem and its max-pool for a 3x3 stride-1 convolution

@@ -3,11 +3,14 @@
 // sit in a Sequential. None has parameters. PyTorch's `inplace` flags are not offered: every
 // activation returns a new tensor.
 //
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/nn/sequential.h"
 //   nn::Sequential mlp;
 //   mlp.emplace_back<nn::Linear>(nn::LinearOptions{.in = 16, .out = 32});
 //   mlp.emplace_back<nn::GELU>(nn::GELUOptions{.approximate = GeluApprox::Tanh});
 //   nn::LeakyReLU leaky({.negative_slope = 0.2});
 //   nn::Softmax softmax({.dim = -1});
+//   Tensor p = softmax(leaky(mlp(randn({4, 16}))));   // [4, 32]; each row sums to 1
 #pragma once
 
 #include <optional>

@@ -3,11 +3,13 @@
 // bias (zeros) when affine; buffers running_mean (zeros), running_var (ones) and
 // num_batches_tracked (int64 scalar) when track_running_stats, so state_dict keys match.
 //
+//   Tensor x = randn({4, 32, 8, 8});
 //   nn::BatchNorm2d bn({.features = 32});
 //   Tensor y = bn(x);              // training: normalizes with x's statistics, updates the
 //                                  // running ones: r = (1 - momentum) * r + momentum * batch
 //   bn.eval();  y = bn(x);         // eval: uses running_mean / running_var
 //   nn::BatchNorm1d avg({.features = 8, .momentum = std::nullopt});  // cumulative average
+//   Tensor z = avg(randn({16, 8}));   // [N, 8] or [N, 8, L]
 //
 // Without running stats (track_running_stats = false) batch statistics are used in eval too.
 #pragma once

@@ -3,6 +3,7 @@
 // two tensors, so it is called as bilinear(x1, x2); the one-tensor forward throws.
 //
 //   nn::Bilinear bil({.in1 = 16, .in2 = 8, .out = 4});
+//   Tensor x1 = randn({2, 5, 16}), x2 = randn({2, 5, 8});
 //   Tensor y = bil(x1, x2);          // x1 [*, 16], x2 [*, 8] (same leading dims) -> [*, 4]
 #pragma once
 

@@ -4,13 +4,15 @@
 // functional ops of athanor/ops/conv.h; nn::Conv2dOptions (the layer's configuration, channels
 // and kernel included) is not ath::Conv2dOptions (the functional call's arguments).
 //
+//   Tensor x = randn({2, 1, 28, 28});
 //   nn::Conv2d conv({.in = 1, .out = 32, .kernel = 3, .padding = 1});
 //   Tensor y = conv(x);                                  // [N, 1, H, W] -> [N, 32, H, W]
 //   nn::Conv2d same({.in = 8, .out = 8, .kernel = 3, .padding = "same", .dilation = 2,
 //                    .groups = 4});
 //   nn::ConvTranspose2d up({.in = 32, .out = 16, .kernel = 3, .stride = 2, .padding = 1,
 //                           .output_padding = 1});   // doubles H and W
-//   Tensor u = up.forward(y, Shape{28, 28});           // or pick the output size explicitly
+//   assert(up(y).shape() == Shape({2, 16, 56, 56}));
+//   Tensor u = up.forward(y, Shape{55, 55});           // or pick the output size explicitly
 //
 // padding_mode "zeros" is the only one implemented: "reflect", "replicate" and "circular" throw
 // NotImplementedError.

@@ -2,7 +2,10 @@
 // 1 / (1 - p)); the identity in eval mode. Masks come from Philox, so a seed fixes them.
 //
 //   nn::Dropout drop({.p = 0.1});
-//   Tensor y = drop(x);
+//   Tensor x = ones({4, 8});
+//   Tensor y = drop(x);             // training: about 10% zeros, the rest 1 / 0.9
+//   drop.eval();
+//   assert(drop(x).is_same(x));     // eval: x itself
 #pragma once
 
 #include "athanor/nn/module.h"

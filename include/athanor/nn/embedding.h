@@ -2,6 +2,7 @@
 // padding_idx row zeroed (and kept out of the gradient), as in PyTorch.
 //
 //   nn::Embedding emb({.num = 256, .dim = 64});
+//   Tensor tokens = randint(0, 256, {2, 10});
 //   Tensor h = emb(tokens);                 // int64 [B, T] -> [B, T, 64]
 #pragma once
 

@@ -1,7 +1,9 @@
 // nn::Flatten and nn::Unflatten: reshaping layers (views where strides allow), as PyTorch's.
 //
-//   nn::Flatten flat;                                   // start_dim = 1: [N, C, H, W] -> [N,
-//   C*H*W] nn::Unflatten unflat({.dim = 1, .sizes = {16, 7, 7}});   // [N, 784] -> [N, 16, 7, 7]
+//   Tensor x = randn({2, 16, 7, 7});
+//   nn::Flatten flat;                              // start_dim = 1: [N, C, H, W] -> [N, C*H*W]
+//   nn::Unflatten unflat({.dim = 1, .sizes = {16, 7, 7}});   // [N, 784] -> [N, 16, 7, 7]
+//   assert(flat(x).shape() == Shape({2, 784}) && unflat(flat(x)).shape() == x.shape());
 #pragma once
 
 #include "athanor/nn/module.h"

@@ -3,6 +3,7 @@
 // bias (zeros), as PyTorch's GroupNorm.
 //
 //   nn::GroupNorm gn({.groups = 8, .channels = 32});
+//   Tensor x = randn({2, 32, 5});
 //   Tensor y = gn(x);                       // x [N, 32, *]
 #pragma once
 

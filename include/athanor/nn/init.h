@@ -5,7 +5,7 @@
 // from Philox (the global generator unless one is passed), so a seed fixes them whatever the
 // thread count; they are not PyTorch's stream, whose numbers nobody can reproduce outside it.
 //
-//   Tensor w = empty({128, 784});
+//   Tensor w = empty({128, 784}), bias = empty({128});
 //   nn::init::kaiming_uniform_(w, {.a = std::sqrt(5.0)});
 //   nn::init::zeros_(bias);
 #pragma once

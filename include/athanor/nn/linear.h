@@ -2,6 +2,7 @@
 // (kaiming_uniform_ with a = sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)), and the same bound for b).
 //
 //   nn::Linear fc({.in = 784, .out = 10});
+//   Tensor x = randn({2, 3, 784});
 //   Tensor logits = fc(x);                 // x [*, 784] -> [*, 10]
 #pragma once
 

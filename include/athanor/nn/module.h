@@ -3,14 +3,19 @@
 // that state_dict() keys are PyTorch's dotted names ("block.0.conv.weight") for the same
 // architecture and weights move between the two through safetensors.
 //
+//   #include "athanor/io/safetensors.h"
+//   #include "athanor/nn/linear.h"
 //   struct Mlp : nn::Module {
 //     nn::Linear fc1{{.in = 784, .out = 128}}, fc2{{.in = 128, .out = 10}};
 //     Mlp() : Module("Mlp") { register_module("fc1", fc1); register_module("fc2", fc2); }
 //     Tensor forward(const Tensor& x) override { return fc2(relu(fc1(x.flatten(1)))); }
 //   };
 //   Mlp model;
+//   Tensor images = randn({8, 1, 28, 28});
 //   Tensor logits = model(images);          // operator() runs forward and the forward hooks
-//   model.named_parameters();               // {"fc1.weight", ...}, {"fc1.bias", ...}, ...
+//   auto named = model.named_parameters();  // {"fc1.weight", ...}, {"fc1.bias", ...}, ...
+//   assert(named.size() == 4 && named[0].first == "fc1.weight");
+//   save_safetensors("mlp.safetensors", model.state_dict());
 //   model.load_state_dict(load_safetensors("mlp.safetensors").tensors);
 //
 // Modules are neither copyable nor movable: parents keep pointers to children registered as

@@ -1,11 +1,15 @@
 // nn::ModuleDict: submodules registered under string keys, kept in insertion order (PyTorch's
 // ModuleDict), so state_dict keys read "heads.cls.weight". It has no forward of its own.
 //
+//   #include "athanor/nn/linear.h"
 //   nn::ModuleDict heads;
 //   heads.emplace<nn::Linear>("cls", nn::LinearOptions{.in = 64, .out = 10});
 //   heads.insert("box", std::make_shared<nn::Linear>(nn::LinearOptions{.in = 64, .out = 4}));
+//   Tensor h = randn({2, 64});
 //   Tensor logits = heads["cls"](h);
-//   for (auto& [key, module] : heads) { ... }          // insertion order
+//   std::string order;
+//   for (auto& [key, module] : heads) order += key + ' ';   // insertion order
+//   assert(order == "cls box ");
 #pragma once
 
 #include <memory>

@@ -1,10 +1,13 @@
 // nn::ModuleList: a list of submodules registered as "0", "1", ... (PyTorch's names), for
 // models that iterate over layers themselves. It has no forward of its own.
 //
+//   #include "athanor/nn/linear.h"
 //   nn::ModuleList blocks;
-//   for (int i = 0; i < 4; ++i) blocks.emplace_back<nn::Linear>(nn::LinearOptions{.in = 64, .out =
-//   64}); for (auto& block : blocks) h = relu((*block)(h)); auto& last = blocks.at<nn::Linear>(-1);
-//   // negative indices count from the end
+//   for (int i = 0; i < 4; ++i)
+//     blocks.emplace_back<nn::Linear>(nn::LinearOptions{.in = 64, .out = 64});
+//   Tensor h = randn({2, 64});
+//   for (auto& block : blocks) h = relu((*block)(h));
+//   auto& last = blocks.at<nn::Linear>(-1);   // negative indices count from the end
 #pragma once
 
 #include <memory>

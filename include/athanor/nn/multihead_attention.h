@@ -2,8 +2,11 @@
 // names and default initialisation), plus a causal flag.
 //
 //   nn::MultiheadAttention mha({.embed_dim = 128, .num_heads = 4, .batch_first = true});
+//   Tensor x = randn({2, 5, 128});
 //   auto [y, w] = mha(x, x, x);                       // y [B, L, 128], w [B, L, L] (head mean)
 //   Tensor z = mha(x, x, x, {.need_weights = false, .is_causal = true}).output;
+//   Tensor q = randn({2, 5, 128}), k = randn({2, 7, 128}), v = randn({2, 7, 128});
+//   Tensor pad = ge(arange(7), 5).expand({2, 7});     // the last two keys are padding
 //   Tensor p = mha(q, k, v, {.key_padding_mask = pad}).output;   // pad bool [B, S], true = ignore
 //
 // Parameters: in_proj_weight [3E, E] (xavier_uniform_) and in_proj_bias [3E] (zeros), or, when

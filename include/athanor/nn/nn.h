@@ -3,6 +3,8 @@
 //   #include "athanor/nn/nn.h"
 //   nn::Sequential net;
 //   net.emplace_back<nn::Conv2d>(nn::Conv2dOptions{.in = 1, .out = 8, .kernel = 3});
+//   net.emplace_back<nn::ReLU>();
+//   Tensor y = net(randn({1, 1, 28, 28}));   // [1, 8, 26, 26]
 #pragma once
 
 #include "athanor/nn/activation.h"
@@ -19,8 +21,10 @@
 #include "athanor/nn/module.h"
 #include "athanor/nn/module_dict.h"
 #include "athanor/nn/module_list.h"
+#include "athanor/nn/multihead_attention.h"
 #include "athanor/nn/normalization.h"
 #include "athanor/nn/pooling.h"
 #include "athanor/nn/rnn.h"
 #include "athanor/nn/sequential.h"
 #include "athanor/nn/summary.h"
+#include "athanor/nn/transformer.h"

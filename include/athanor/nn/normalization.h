@@ -1,6 +1,7 @@
 // Normalization layers: LayerNorm here; BatchNorm and GroupNorm live beside it.
 //
 //   nn::LayerNorm ln({.shape = {128}});
+//   Tensor x = randn({4, 10, 128});
 //   Tensor y = ln(x);                       // normalizes over the last dim of x [*, 128]
 #pragma once
 

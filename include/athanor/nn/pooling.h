@@ -2,10 +2,13 @@
 // with PyTorch's arguments and reprs. They hold no parameters. The options are the functional
 // ops' own (athanor/ops/conv.h): stride defaults to the kernel size.
 //
+//   Tensor x = randn({2, 8, 28, 28});
 //   nn::MaxPool2d pool({.kernel = 2});                          // halves H and W
 //   nn::MaxPool2d ceil({.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true});
 //   nn::AvgPool2d avg({.kernel = 3, .padding = 1, .count_include_pad = false});
 //   nn::AdaptiveAvgPool2d gap({.output_size = 1});             // global average pooling
+//   assert(pool(x).shape() == Shape({2, 8, 14, 14}) && gap(x).shape() == Shape({2, 8, 1, 1}));
+//   Tensor y = avg(ceil(x));                                   // [2, 8, 14, 14]
 #pragma once
 
 #include "athanor/nn/module.h"

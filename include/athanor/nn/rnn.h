@@ -3,12 +3,15 @@
 // initial states in, final states out) and the single-step nn::LSTMCell and nn::GRUCell.
 //
 //   nn::LSTM lstm({.input_size = 64, .hidden_size = 256, .batch_first = true});
+//   Tensor x = randn({2, 10, 64});
 //   auto [y, state] = lstm.forward(x, {});  // x [B, T, 64] -> y [B, T, 256]; zero initial state
 //   // state.h, state.c: [num_layers * num_directions, B, 256]; pass them back in to continue
+//   nn::LSTMOutput next = lstm.forward(x, state);
 //   Tensor y2 = lstm(x);                    // the output only: an LSTM can sit in a Sequential
 //
 //   nn::GRUCell cell({.input_size = 10, .hidden_size = 20});
-//   Tensor h = cell.forward(x_t, h);        // x_t [B, 10], h [B, 20] (undefined: zeros)
+//   Tensor x_t = randn({3, 10}), h;         // h undefined: zeros
+//   h = cell.forward(x_t, h);               // x_t [B, 10], h [B, 20]
 //
 // Inputs are [T, B, in] ([B, T, in] with batch_first) or unbatched [T, in] (states then drop
 // their batch dim too, as in PyTorch). Parameters are weight_ih_l{k}[_reverse] [G*H, in_k],

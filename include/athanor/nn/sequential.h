@@ -1,9 +1,12 @@
 // nn::Sequential: runs its children in order, each one's output feeding the next. Children are
 // named "0", "1", ... as in PyTorch, so state_dict keys match a torch.nn.Sequential's.
 //
+//   #include "athanor/nn/flatten.h"
+//   #include "athanor/nn/linear.h"
 //   nn::Sequential mlp;
 //   mlp.emplace_back<nn::Flatten>();
 //   mlp.emplace_back<nn::Linear>(nn::LinearOptions{.in = 784, .out = 10});
+//   Tensor x = randn({4, 1, 28, 28});
 //   Tensor y = mlp(x);
 //   auto& fc = mlp.at<nn::Linear>(1);       // typed access; ValueError if it is another type
 #pragma once

@@ -2,20 +2,25 @@
 // max_depth (name, type, parameter counts, mode, and with an example input the input and output
 // shapes seen by forward hooks during one no-grad forward pass), and the totals.
 //
-//   nn::ModelSummary s = nn::summarize(model, zeros({1, 1, 28, 28}));
-//   std::cout << s.to_string();
-//     | Name | Type   | Params | Mode  | FLOPs | In sizes       | Out sizes
-//   -----------------------------------------------------------------------------------
-//   0 | 0    | Conv2d | 320    | train | 451 K | [1, 1, 28, 28] | [1, 32, 28, 28]
-//   ...
-//   -----------------------------------------------------------------------------------
-//   421 K     Trainable params
-//   0         Non-trainable params
-//   421 K     Total params
-//   1.687     Total estimated model params size (MB)
-//   10        Modules in train mode
-//   0         Modules in eval mode
-//   8.5 M     Total Flops
+//   #include <iostream>
+//   #include "athanor/models/fashion.h"
+//   auto model = models::fashion_cnn();
+//   nn::ModelSummary s = nn::summarize(*model, zeros({1, 1, 28, 28}));
+//   std::cout << s.to_string() << "\n";
+//   assert(s.total_params == 421642);
+//   // prints:
+//   //     | Name | Type      | Params | Mode  | FLOPs | In sizes        | Out sizes
+//   //   ---------------------------------------------------------------------------------------
+//   //   0 | 0    | Conv2d    | 320    | train | 451 K | [1, 1, 28, 28]  | [1, 32, 28, 28]
+//   //   ...
+//   //   ---------------------------------------------------------------------------------------
+//   //   421 K     Trainable params
+//   //   0         Non-trainable params
+//   //   421 K     Total params
+//   //   1.687     Total estimated model params size (MB)
+//   //   10        Modules in train mode
+//   //   0         Modules in eval mode
+//   //   8.5 M     Total Flops
 //
 // As Lightning does, the example forward runs in eval mode (BatchNorm uses its running stats,
 // dropout is off) and every module's mode is restored afterwards. Beyond Lightning, every buffer

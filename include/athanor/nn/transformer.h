@@ -7,7 +7,9 @@
 //                                            .batch_first = true, .norm_first = true};
 //   nn::TransformerEncoder enc({.layer = block, .num_layers = 2,
 //                               .norm = nn::LayerNormOptions{.shape = {128}}});
+//   Tensor x = randn({2, 6, 128});
 //   Tensor h = enc(x, {.is_causal = true});               // x [B, L, 128]
+//   Tensor pad = ge(arange(6), 4).expand({2, 6});         // the last two positions of each row
 //   Tensor g = enc(x, {.src_key_padding_mask = pad});     // pad bool [B, L], true = padding
 //
 // Post-norm (PyTorch's default): x = norm1(x + sa(x)); x = norm2(x + ff(x)).
