@@ -1,9 +1,14 @@
 // The athanor command line, as a function so tests can run it in-process:
 //
-//   athanor fit|validate|test|predict [--config FILE]... [--print_config[=comments]]
-//                                     [--section.key=value | --section.key value]...
-//   athanor inspect FILE
-//   athanor --version | --help
+//   // $ athanor fit|validate|test|predict [--config FILE]... [--print_config[=comments]]
+//   //                                     [--section.key=value | --section.key value]...
+//   // $ athanor inspect FILE
+//   // $ athanor --version | --help
+//   #include <sstream>
+//   std::ostringstream out, err;
+//   const char* argv[] = {"athanor", "fit", "--print_config", "--trainer.max_epochs=5"};
+//   int status = cli::athanor_main(4, argv, out, err);   // prints the resolved config
+//   assert(status == 0 && out.str().find("max_epochs: 5") != std::string::npos);
 //
 // Exit status: 0 ok; 2 usage, config or file-format errors ("athanor: error: ..." on err);
 // 1 any other failure.

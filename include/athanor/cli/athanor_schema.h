@@ -2,10 +2,11 @@
 // Trainer arguments, names and defaults), model, data and ckpt_path, and the embedded default
 // run (W2's CNN on Fashion-MNIST) used when a subcommand gets no --config.
 //
+//   #include "athanor/cli/config.h"
 //   cli::Schema schema = cli::athanor_schema();
 //   nlohmann::json cfg = cli::resolve_config(schema, cli::default_config_yaml(), {}, {});
-//   cfg["trainer"]["max_epochs"];                       // 3
-//   cfg["trainer"]["callbacks"][0]["class_path"];       // "ModelCheckpoint"
+//   assert(cfg["trainer"]["max_epochs"] == 3);
+//   assert(cfg["trainer"]["callbacks"][0]["class_path"] == "ModelCheckpoint");
 //
 // The config handed to run_command has exactly the schema's keys (see docs/cli.md).
 #pragma once

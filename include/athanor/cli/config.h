@@ -4,14 +4,20 @@
 // `--trainer.callbacks=[EarlyStopping]`). Every key and value is checked against the schema;
 // a fault is a cli::ConfigError naming the file (and line) or the argument, and the key:
 //
-//   unknown key 'trainer.max_epoch' in run.yaml:3; did you mean 'trainer.max_epochs'?
-//   run.yaml:3: trainer.max_epochs: expected an integer, got 'three'
-//   argument '--model.optimizer=adan': model.optimizer: invalid choice 'adan' (choose from
-//     'sgd', 'adam', 'adamw'); did you mean 'adam'?
+//   // unknown key 'trainer.max_epoch' in run.yaml:3; did you mean 'trainer.max_epochs'?
+//   // run.yaml:3: trainer.max_epochs: expected an integer, got 'three'
+//   // argument '--model.optimizer=adan': model.optimizer: invalid choice 'adan' (choose from
+//   //   'sgd', 'adam', 'adamw'); did you mean 'adam'?
 //
+//   #include <fstream>
+//   #include "athanor/cli/athanor_schema.h"
+//   cli::Schema schema = cli::athanor_schema();
+//   std::ofstream("run.yaml") << "trainer:\n  max_epochs: 2\nmodel:\n  lr: 0.1\n";
 //   nlohmann::json cfg = cli::resolve_config(schema, "", {"run.yaml"},
 //                                            cli::parse_overrides({"--model.lr=0.01"}));
-//   std::cout << cli::to_yaml(schema, cfg);   // what --print_config prints; loads back equal
+//   assert(cfg["trainer"]["max_epochs"] == 2 && cfg["model"]["lr"] == 0.01);
+//   std::string yaml = cli::to_yaml(schema, cfg);   // what --print_config prints; loads back equal
+//   assert(cli::resolve_config(schema, yaml, {}, {}) == cfg);
 //
 // Mappings merge key by key; lists (callbacks) replace the earlier list whole.
 #pragma once

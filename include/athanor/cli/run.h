@@ -2,11 +2,19 @@
 // the data and the Trainer the config names, then fit / validate / test / predict. The builders
 // are public so tests (and programs embedding the command line) can reuse them.
 //
+//   #include <sstream>
+//   #include "athanor/cli/athanor_schema.h"
+//   #include "athanor/cli/config.h"
+//   auto smoke_test = cli::parse_overrides({"--trainer.fast_dev_run=1",   // 1 batch per stage
+//                                           "--trainer.enable_progress_bar=false",
+//                                           "--trainer.enable_model_summary=false"});
 //   nlohmann::json cfg = cli::resolve_config(cli::athanor_schema(), cli::default_config_yaml(),
-//                                            {}, {});
+//                                            {}, smoke_test);
 //   auto model = cli::build_model(cfg["model"]);               // W2's CNN
 //   train::TrainerOptions opts = cli::trainer_options(cfg);    // trainer: section + callbacks
-//   int status = cli::run_command("fit", cfg);                 // fit, then test the result
+//   std::ostringstream out;
+//   int status = cli::run_command("fit", cfg, out);            // fit, then test the result
+//   assert(status == 0);
 #pragma once
 
 #include <memory>

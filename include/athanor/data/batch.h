@@ -1,10 +1,13 @@
 // Batch: one collated batch of any type, type-erased so the Trainer, callbacks and loggers can
 // pass it around without knowing what the user's collate function builds.
 //
-//   Batch b(TensorList{images, labels}, /*size=*/64);   // what the default collate makes
+//   Tensor images = rand({64, 1, 28, 28}), labels = randint(0, 10, {64});
+//   data::Batch b(data::TensorList{images, labels}, 64);  // what the default collate makes
 //   const Tensor& x = b[0];                              // tensor-list batches index directly
-//   auto& mine = b.as<MyBatch>();                        // any other type by its name
-//   b.size();                                            // samples in the batch (64)
+//   struct MyBatch { Tensor images, labels; };
+//   data::Batch c(MyBatch{images, labels}, /*size=*/64);
+//   auto& mine = c.as<MyBatch>();                        // any other type by its name
+//   assert(b.size() == 64);                              // samples in the batch
 //
 // `size` is the number of samples collated, known to the loader whatever the batch type; the
 // Trainer weights epoch means by it (Lightning has to guess it from the first tensor).

@@ -1,10 +1,16 @@
 // BatchSource: what the Trainer consumes — one epoch of batches at a time, resumable at any
 // batch. DataLoader implements it; a user can implement it for data that is not a Dataset.
 //
-//   source.start_epoch(epoch);            // shuffles from (seed, epoch); resumes a loaded state
-//   while (auto batch = source.next()) train(*batch);
-//   json s = source.state_dict();         // {"epoch": e, "next_batch": k, ...}
-//   other.load_state_dict(s);             // the next start_epoch(e) continues at batch k
+//   #include "athanor/data/data.h"
+//   auto ds = std::make_shared<data::TensorDataset>(data::TensorList{randn({10, 3})});
+//   std::shared_ptr<data::BatchSource> source = data::make_loader(ds, {.batch_size = 4});
+//   source->start_epoch(0);               // shuffles from (seed, epoch); resumes a loaded state
+//   std::optional<data::Batch> first = source->next();   // batch 0: 4 samples
+//   nlohmann::json s = source->state_dict();             // {"epoch": 0, "next_batch": 1, ...}
+//   auto other = data::make_loader(ds, {.batch_size = 4});
+//   other->load_state_dict(s);            // the next start_epoch(0) continues at batch 1
+//   other->start_epoch(0);
+//   while (auto batch = other->next()) assert(batch->size() <= 4);   // batches 1 and 2
 //
 // Exact resume contract: after load_state_dict(state_dict()) taken between two next() calls,
 // start_epoch(same epoch) yields exactly the batches the original would have yielded next,

@@ -1,20 +1,31 @@
 // Collation: turning the samples of one batch into one Batch.
 //
 // The default collate stacks along a new leading dim, field by field:
-//   Tensor                         -> TensorList{stacked}              (shape [B, ...])
-//   TensorList / std::pair / std::tuple of Tensors and scalars -> TensorList, one entry per field
-//     (int64_t and other integers -> int64 [B], float -> float32 [B], double -> float64 [B],
-//      bool -> bool [B])
-//   a scalar                       -> TensorList{[B]}
-//   a struct with `auto fields() { return std::tie(a, b); }` whose fields are Tensors
-//                                  -> the same struct, each field stacked (batch.as<MyStruct>())
+// - Tensor -> TensorList{stacked} (shape [B, ...]);
+// - TensorList / std::pair / std::tuple of Tensors and scalars -> TensorList, one entry per
+//   field (int64_t and other integers -> int64 [B], float -> float32 [B], double -> float64 [B],
+//   bool -> bool [B]);
+// - a scalar -> TensorList{[B]};
+// - a struct with `auto fields() { return std::tie(a, b); }` whose fields are Tensors -> the
+//   same struct, each field stacked (batch.as<MyStruct>()).
 // Stacking copies each sample once (one memcpy when contiguous) into a preallocated output and
 // drops autograd history (data carries none). Samples must agree in shape and dtype per field
 // (ShapeError / DTypeError naming the sample and field otherwise).
 //
 // A user collate is any callable taking std::vector<Sample>&&; if it returns a Batch that is
 // used as is, otherwise its result is wrapped as Batch(result, number of samples):
-//   .collate = [](std::vector<TensorList>&& s) { return MyBatch{...}; }   // batch.as<MyBatch>()
+//
+//   using Sample = std::pair<Tensor, int64_t>;   // (image, label)
+//   std::vector<Sample> samples{{rand({1, 28, 28}), 3}, {rand({1, 28, 28}), 7}};
+//   data::Batch b = data::default_collate(std::vector<Sample>(samples));
+//   assert(b[0].shape() == Shape({2, 1, 28, 28}) && b[1].dtype() == kInt64);  // {images, labels}
+//   struct MyBatch { std::vector<int64_t> labels; };
+//   data::CollateFn<Sample> collate = [](std::vector<Sample>&& s) {   // LoaderOptions::collate
+//     MyBatch m;
+//     for (auto& [image, label] : s) m.labels.push_back(label);
+//     return m;
+//   };
+//   assert(collate(std::move(samples)).as<MyBatch>().labels[1] == 7);   // Batch(MyBatch, 2)
 #pragma once
 
 #include <concepts>

@@ -1,9 +1,14 @@
 // CsvDataset: a numeric CSV file with a header row.
 //
+//   #include <fstream>
+//   std::ofstream("iris.csv") << "sepal_len, petal_len, species\n5.1, 1.4, 0\n6.3, 4.9, 2\n";
 //   data::CsvDataset iris({.path = "iris.csv", .target = "species"});   // class labels
-//   auto [x, y] = iris.get(0);   // float32 [F] features, int64 [] class
-//   data::CsvDataset houses({.path = "h.csv", .target = "price", .target_kind =
-//   data::CsvTarget::Float});
+//   auto [x, y] = iris.get(1);   // float32 [F] features, int64 [] class
+//   assert(x.shape() == Shape({2}) && y.item<int64_t>() == 2);
+//   std::ofstream("h.csv") << "rooms,area,price\n3,70,250000\n4,95,310000\n";
+//   data::CsvDataset houses(
+//       {.path = "h.csv", .target = "price", .target_kind = data::CsvTarget::Float});
+//   assert(houses.targets().dtype() == kFloat32);   // float32 [N] regression targets
 //
 // Cells are separated by commas (spaces around them ignored); blank lines are skipped. Features
 // are the columns listed in `features`, or every column but the target. A non-numeric cell, a

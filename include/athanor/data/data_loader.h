@@ -1,11 +1,15 @@
 // DataLoader: batches from a Dataset, in sampler order, optionally loaded by worker threads,
 // resumable at any batch. It is a BatchSource, so the Trainer takes it directly.
 //
-//   auto ds = std::make_shared<data::TensorDataset>(TensorList{x, y});
-//   data::DataLoader loader(ds, {.batch_size = 64, .shuffle = true, .seed = 1, .num_workers = 2});
+//   #include "athanor/data/tensor_dataset.h"
+//   Tensor x = randn({200, 3}), y = randint(0, 2, {200});
+//   auto ds = std::make_shared<data::TensorDataset>(data::TensorList{x, y});
+//   data::DataLoader loader(ds, {.batch_size = 64, .shuffle = true, .seed = 1,
+//                                .num_workers = 2});
 //   loader.start_epoch(0);
-//   while (auto b = loader.next()) step((*b)[0], (*b)[1]);   // TensorList{x [64, ...], y [64]}
-//   nlohmann::json s = loader.state_dict();                 // {"epoch": 0, "next_batch": k, ...}
+//   while (auto b = loader.next()) assert((*b)[1].size(0) <= 64);  // TensorList{x [64, 3], y [64]}
+//   nlohmann::json s = loader.state_dict();                 // {"epoch": 0, "next_batch": 4, ...}
+//   assert(s["next_batch"] == 4);                           // 64 + 64 + 64 + 8 samples
 //
 // Guarantees:
 // - Batches come out in sampler order whatever worker finished first; batch k holds the sampler's

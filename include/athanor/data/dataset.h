@@ -7,9 +7,14 @@
 //   struct Stream : data::IterableDataset<int64_t> {     // iterable: next() until nullopt
 //     int64_t i_ = 0;
 //     void reset(int64_t /*epoch*/) override { i_ = 0; }
-//     std::optional<int64_t> next() override { return i_ < 10 ? std::optional(i_++) : std::nullopt;
+//     std::optional<int64_t> next() override {
+//       return i_ < 10 ? std::optional(i_++) : std::nullopt;
 //     }
 //   };
+//   assert(Squares().get(3).sum().item<double>() == 18);   // [9, 9]
+//   Stream stream;
+//   stream.reset(/*epoch=*/0);
+//   while (auto v = stream.next()) assert(*v < 10);         // 0, 1, ..., 9
 //
 // get() is const and called concurrently by the DataLoader's worker threads: it must not mutate
 // shared state. Random augmentations draw from data::sample_generator() (sample_generator.h) so

@@ -1,9 +1,11 @@
 // MNIST-format image datasets: Fashion-MNIST, MNIST, or any folder holding the four IDX files
 // ({train,t10k}-{images-idx3,labels-idx1}-ubyte, gzip-compressed (.gz) or raw).
 //
-//   data::FashionMNIST train({.train = true});                    // Debian's files by default
-//   auto [image, label] = train.get(0);                           // float32 [1, 28, 28] in [0, 1],
-//   int64 data::MnistFolder digits({.root = "/data/mnist", .train = false});
+//   data::FashionMNIST test({.train = false});   // Debian's files by default (t10k-*)
+//   auto [image, label] = test.get(0);           // float32 [1, 28, 28] in [0, 1], int64
+//   assert(test.size() == 10000 && image.shape() == Shape({1, 28, 28}) && label == 9);
+//
+// Another folder: `data::MNIST digits({.root = "/data/mnist", .train = false});`.
 //
 // Images are kept as uint8 (47 MB for 60000) and scaled by 1/255 per sample or per batch.
 // Without a transform, get_batch builds {images [B, 1, 28, 28] float32, labels [B] int64} with

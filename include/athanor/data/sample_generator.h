@@ -4,6 +4,10 @@
 //     Generator& g = data::sample_generator();
 //     return philox_uniform(g.seed(), g.reserve(1), 0) < 0.5f ? flip(img, {-1}) : img;
 //   }
+//   Tensor img = rand({1, 28, 28}), a, b;
+//   { data::SampleGeneratorScope s(/*seed=*/1, /*epoch=*/0, /*position=*/5); a = flip_maybe(img); }
+//   { data::SampleGeneratorScope s(/*seed=*/1, /*epoch=*/0, /*position=*/5); b = flip_maybe(img); }
+//   assert(all(eq(a, b)).item<bool>());   // sample 5 of epoch 0: the same flip every time
 //
 // Before each get(), the DataLoader installs (for the calling thread) a Generator whose seed is
 // a hash of (loader seed, epoch, the sample's position in the epoch's order), at offset 0. So a

@@ -3,9 +3,11 @@
 //   data::RandomSampler s(60000, /*seed=*/42);
 //   s.set_epoch(3);
 //   std::vector<int64_t> order = s.indices();   // depends only on (seed, epoch)
+//   assert(order == data::permutation(60000, 42, 3));
 //
 //   data::DistributedSampler d(60000, {.num_replicas = 4, .rank = 1, .seed = 42});
-//   d.set_epoch(3);  d.indices();                // rank 1's quarter: 15000 indices
+//   d.set_epoch(3);
+//   assert(d.indices().size() == 15000);         // rank 1's quarter
 //
 // indices() materializes the whole epoch (8 bytes per index): the loader resumes mid-epoch by
 // starting at position next_batch * batch_size of that list, never loading skipped samples.

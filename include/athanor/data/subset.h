@@ -1,9 +1,13 @@
 // Subset, ConcatDataset and random_split: datasets made of other datasets' samples.
 //
-//   auto parts = data::random_split(ds, {0.9, 0.1}, /*seed=*/0);   // or exact counts {54000, 6000}
+//   #include "athanor/data/tensor_dataset.h"
+//   auto ds = std::make_shared<data::TensorDataset>(data::TensorList{randn({100, 3})});
+//   auto parts = data::random_split(ds, {0.9, 0.1}, /*seed=*/0);   // or exact counts {90, 10}
 //   auto train = parts[0], val = parts[1];                         // shared_ptr<Subset<Sample>>
-//   auto both = std::make_shared<data::ConcatDataset<TensorList>>(
-//       std::vector<std::shared_ptr<const data::Dataset<TensorList>>>{a, b});
+//   assert(train->size() == 90 && val->size() == 10);
+//   auto both = std::make_shared<data::ConcatDataset<data::TensorList>>(
+//       std::vector<std::shared_ptr<const data::Dataset<data::TensorList>>>{val, train});
+//   assert(both->size() == 100);
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,9 @@
 // TensorDataset: samples are rows of N tensors that share their first dim (torch's TensorDataset).
 //
+//   Tensor images = rand({8, 1, 28, 28}), labels = randint(0, 10, {8});
 //   data::TensorDataset ds({images, labels});   // images [N, 1, 28, 28], labels [N]
-//   TensorList s = ds.get(3);                    // {images[3], labels[3]} (views, no copy)
+//   data::TensorList s = ds.get(3);              // {images[3], labels[3]} (views, no copy)
+//   assert(ds.size() == 8 && s[0].shape() == Shape({1, 28, 28}) && s[1].dim() == 0);
 //
 // Its get_batch is one row gather per tensor, so a DataLoader with the default collate builds a
 // batch with a memcpy per row and no per-sample tensors.

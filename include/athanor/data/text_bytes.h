@@ -1,7 +1,10 @@
 // TextBytesDataset: byte-level language modelling over one file or several concatenated.
 //
+//   #include <fstream>
+//   std::ofstream("shakespeare.txt") << std::string(1000, 'a');   // any bytes: 1000 of them
 //   data::TextBytesDataset text({.paths = {"shakespeare.txt"}, .seq_len = 128});
 //   auto [x, y] = text.get(0);   // int64 [128] each: bytes [s, s+128) and [s+1, s+129)
+//   assert(text.size() == 7 && x.shape() == Shape({128}));   // (1000 - 129) / 128 + 1 windows
 //
 // Window k starts at byte k * stride (stride defaults to seq_len: non-overlapping inputs); there
 // are (total - seq_len - 1) / stride + 1 windows when total >= seq_len + 1, else none.

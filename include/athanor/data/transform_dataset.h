@@ -1,9 +1,14 @@
 // TransformDataset / map: a dataset whose samples are fn(base sample).
 //
-//   auto augmented = data::map(train, [t = data::RandomHorizontalFlip(0.5)](TensorList s) {
+//   #include "athanor/data/tensor_dataset.h"
+//   #include "athanor/data/transforms.h"
+//   Tensor images = rand({8, 1, 28, 28}), labels = randint(0, 10, {8});
+//   auto train = std::make_shared<data::TensorDataset>(data::TensorList{images, labels});
+//   auto augmented = data::map(train, [t = data::RandomHorizontalFlip(0.5)](data::TensorList s) {
 //     s[0] = t(s[0]);      // transform the image, keep the label
 //     return s;
 //   });
+//   assert(augmented->size() == 8 && augmented->get(0)[0].shape() == Shape({1, 28, 28}));
 //
 // fn runs inside get(), on worker threads, with data::sample_generator() set for the sample: a
 // random fn stays reproducible. TransformDataset has no get_batch fast path (fn sees each sample).

@@ -5,7 +5,9 @@
 //
 //   data::Compose augment({data::RandomCrop(28, /*padding=*/4), data::RandomHorizontalFlip(),
 //                          data::Normalize({0.2860}, {0.3530})});
+//   Tensor image = rand({1, 28, 28});
 //   Tensor out = augment(image);   // float32 [1, 28, 28] -> float32 [1, 28, 28]
+//   assert(out.shape() == image.shape());
 //
 // Results are new contiguous tensors (inputs are never modified).
 #pragma once

@@ -2,7 +2,9 @@
 // torn mix, even across a crash or power loss: the data goes to a temporary file in the same
 // directory, which is fsync'ed, renamed over the destination, and the directory fsync'ed.
 //
-//   AtomicFileWriter out("ckpt/model.safetensors");
+//   std::string header = "my tensor format, v1\n";
+//   Tensor tensor = randn({4, 3});
+//   AtomicFileWriter out("model.bin");
 //   out.write(header.data(), header.size());
 //   out.write(tensor.data_ptr(), tensor.nbytes());
 //   out.commit();                 // without commit (an exception), the temporary file is removed

@@ -2,7 +2,12 @@
 // strides — or of a string. Checkpoints store one per tensor so that a file altered after it
 // was written is refused at load instead of resuming with different weights.
 //
-//   uint32_t c = ath::crc32_of(model.state_dict().at("fc.weight"));
+//   #include "athanor/nn/linear.h"
+//   nn::Linear fc({.in = 6, .out = 5});
+//   uint32_t c = ath::crc32_of(fc.state_dict().at("weight"));
+//   Tensor wt = fc.weight.t();                                  // strided: a transposed view
+//   assert(ath::crc32_of(wt) == ath::crc32_of(wt.contiguous()));  // the same row-major bytes
+//   assert(ath::crc32_of("123456789") == 0xcbf43926);              // zlib's check value
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,9 @@
 // IDX files: the format of MNIST and Fashion-MNIST (http://yann.lecun.com/exdb/mnist/).
 //
-//   [0x00 0x00 type ndims][ndims big-endian u32 sizes][the elements, row-major]
-//   images: magic 0x00000803 (unsigned bytes, 3 dims: count, rows, cols); labels: 0x00000801.
-//
-//   Tensor images = read_idx("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-//   images.shape();   // [60000, 28, 28], uint8
+//   // [0x00 0x00 type ndims][ndims big-endian u32 sizes][the elements, row-major]
+//   // images: magic 0x00000803 (unsigned bytes, 3 dims: count, rows, cols); labels: 0x00000801.
+//   Tensor images = read_idx("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz");
+//   assert(images.shape() == Shape({10000, 28, 28}) && images.dtype() == kUInt8);
 //
 // gzip-compressed files (as distributed) and raw ones are both read; the format is detected from
 // the contents, not the name. Only unsigned-byte files (type 0x08) are supported.

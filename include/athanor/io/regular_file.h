@@ -2,8 +2,14 @@
 // appears — forever, for a path mistyped onto one — and a directory or device is no data file
 // either. These check the file type before anything can block:
 //
+//   #include <fstream>
+//   #include <unistd.h>
+//   std::string path = "data.csv";
+//   std::ofstream(path) << "x\n1\n";
 //   int fd = ath::open_regular_file(path, "CsvDataset");   // IOError unless a regular file
+//   ::close(fd);                                           // the caller owns the descriptor
 //   ath::require_regular_file(path, "config file");        // for readers that open by name
+//   assert(ath::regular_file_problem(".") != "");          // a directory: both throw IOError
 #pragma once
 
 #include <string>

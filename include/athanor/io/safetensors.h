@@ -1,19 +1,22 @@
 // safetensors: Hugging Face's tensor file format (https://github.com/huggingface/safetensors), the
 // way weights move between PyTorch and athanor.
 //
-//   [8 bytes: little-endian u64 N][N bytes: UTF-8 JSON header][byte buffer]
-//   header = {"__metadata__": {"k": "v"},                               (optional)
-//             "fc.weight": {"dtype": "F32", "shape": [5, 6], "data_offsets": [0, 120]}, ...}
+//   // [8 bytes: little-endian u64 N][N bytes: UTF-8 JSON header][byte buffer]
+//   // header = {"__metadata__": {"k": "v"},                               (optional)
+//   //           "fc.weight": {"dtype": "F32", "shape": [5, 6], "data_offsets": [0, 120]}, ...}
 //
 // Offsets are relative to the buffer; the tensors' ranges cover the buffer exactly (no holes, no
 // overlap, nothing after the last one), as the reference implementation requires.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 6, .out = 5});                       // keys "weight", "bias"
 //   save_safetensors("model.safetensors", model.state_dict(), {{"format", "pt"}});
 //   SafetensorsData d = load_safetensors("model.safetensors");   // zero-copy (memory-mapped)
 //   model.load_state_dict(d.tensors);
 //
 //   SafetensorsFile f("model.safetensors");                      // lazy: one tensor at a time
-//   Tensor w = f.get("fc.weight");
+//   Tensor w = f.get("weight");
+//   assert(w.shape() == Shape({5, 6}) && f.metadata().at("format") == "pt");
 //
 // Dtypes: F32 F64 BF16 F16 I64 I32 U8 BOOL. Files are written the way the Python package writes
 // them (tensors ordered by descending dtype alignment, then name; header padded with spaces to a

@@ -1,13 +1,17 @@
 // TFRecord framing: the container of TensorBoard's event files (and of TensorFlow's .tfrecord
 // data). Each record is
 //
-//   uint64 length | uint32 masked_crc32c(length) | payload[length] | uint32 masked_crc32c(payload)
+//   // u64 length | u32 masked_crc32c(length) | payload[length] | u32 masked_crc32c(payload)
 //
 // little-endian, with CRC-32C (Castagnoli) "masked" as TensorFlow does so that a CRC stored inside
 // checksummed data does not checksum to a fixed value.
 //
+//   #include <fstream>
+//   std::string event_bytes = "a serialized Event";
 //   std::string record = ath::tfrecord(event_bytes);           // append to an events file
+//   std::ofstream("events.out.tfevents.1.host.2.0", std::ios::binary) << record << record;
 //   std::vector<std::string> payloads = ath::read_tfrecords("events.out.tfevents.1.host.2.0");
+//   assert(payloads.size() == 2 && payloads[1] == event_bytes);
 #pragma once
 
 #include <cstdint>
