@@ -2,9 +2,10 @@
 //
 //   #include "athanor/athanor.h"
 //   using namespace ath;
+//   Tensor x = randn({8, 3}), y = randn({8, 1});
 //   Tensor w = randn({3, 1}).requires_grad_();
 //   Tensor loss = (matmul(x, w) - y).pow(2).mean();
-//   loss.backward();
+//   loss.backward();                  // w.grad(): d loss / d w, shape [3, 1]
 #pragma once
 
 #include "athanor/autograd/engine.h"

@@ -1,8 +1,11 @@
 // Reverse-mode automatic differentiation over the graph recorded by the dispatcher.
 //
-//   Tensor loss = ...;            // built from tensors with requires_grad
+//   Tensor w = randn({3}).requires_grad_();
+//   Tensor loss = (w * w).sum();  // built from tensors with requires_grad
 //   loss.backward();              // accumulates into each leaf's grad()
+//   loss = (w * w).sum();         // (backward freed the graph; record it again)
 //   auto g = grad({loss}, {w});   // or returns gradients without touching grad()
+//   assert(all(eq(g[0], w.grad())).item<bool>());   // both 2 * w
 //
 // Nodes run once all their consumers have delivered gradients, latest-created first, on the
 // calling thread. Tensor hooks run when their tensor's gradient is complete; leaf hooks run

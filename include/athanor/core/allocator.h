@@ -5,9 +5,11 @@
 // cache never raises the process's peak memory.
 //
 //   auto before = memory_stats();
-//   { Tensor t = empty({1024, 1024}); }      // freed into the cache, not to the OS
-//   memory_stats().current_bytes;             // back to before.current_bytes
-//   empty_cache();                            // hands cached blocks back to the OS
+//   { Tensor t = empty({1024, 1024}); }               // freed into the cache, not to the OS
+//   assert(memory_stats().current_bytes == before.current_bytes);
+//   assert(memory_stats().cached_bytes >= 4 << 20);   // its 4 MB block, kept for reuse
+//   empty_cache();                                     // hands cached blocks back to the OS
+//   assert(memory_stats().cached_bytes == 0);
 #pragma once
 
 #include <cstddef>

@@ -6,11 +6,12 @@
 // updates) and oneDNN's own JIT — follows cpu_isa(): what the CPU and OS support, lowered by a
 // cap. The cap comes from the environment, like oneDNN's ONEDNN_MAX_CPU_ISA:
 //
-//   ATH_MAX_CPU_ISA=avx2 ./build/tests/athanor_tests   # an AVX-512 host behaves as an AVX2 one
+//   // $ ATH_MAX_CPU_ISA=avx2 ./build/tests/athanor_tests   # an AVX-512 host acts as an AVX2 one
 //
 // or from code (tests switch it per case):
 //
 //   ath::set_max_cpu_isa(ath::CpuIsa::Baseline);   // plain x86-64 loops from the next call on
+//   assert(ath::cpu_isa() == ath::CpuIsa::Baseline);
 //
 // oneDNN reads the cap once, when athanor creates its first oneDNN primitive (oneDNN fixes its
 // ISA at its first JIT); athanor's own kernels read it on every call.

@@ -1,7 +1,11 @@
 // Element types and PyTorch's type-promotion rules.
 //
-//   promote_types(DType::Int64, DType::Float32) == DType::Float32
-//   dispatch_dtype(t.dtype(), [&]<class T>() { ... T is the C++ element type ... });
+//   assert(promote_types(DType::Int64, DType::Float32) == DType::Float32);
+//   Tensor t = zeros({2}, kFloat64);
+//   dispatch_dtype(t.dtype(), [&]<class T>() {   // T is the C++ element type: double here
+//     t.data<T>()[0] = T(1.5f);
+//   });
+//   assert(t.sum().item<double>() == 1.5);
 #pragma once
 
 #include <cstdint>

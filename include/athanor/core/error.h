@@ -1,7 +1,12 @@
 // Errors: every failure athanor reports is a typed `ath::Error` whose message names the op or
 // file, the argument, and the shapes/dtypes involved.
 //
-//   ATH_CHECK(a.dim() == 2, ShapeError, "expected a 2-D matrix, got shape {}", a.shape());
+//   Tensor a = zeros({2, 3, 4});
+//   try {
+//     ATH_CHECK(a.dim() == 2, ShapeError, "expected a 2-D matrix, got shape {}", a.shape());
+//   } catch (const ath::Error& e) {
+//     assert(std::string(e.what()) == "expected a 2-D matrix, got shape [2, 3, 4]");
+//   }
 //
 // The dispatcher prefixes messages thrown inside an op with "<op>: ", so checks inside kernels
 // and shape rules only say what was wrong. Catch `ath::Error` for any athanor failure, or a

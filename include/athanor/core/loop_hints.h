@@ -1,6 +1,8 @@
 // Loop hints for kernels, spelled once for both compilers athanor builds with (GCC for the
 // release build, clang for the sanitizer and fuzz build).
 //
+//   float a[4] = {1, 2, 3, 4}, b[4] = {2, 2, 2, 2}, out[4];
+//   int64_t n = 4;
 //   ATH_IVDEP
 //   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 //

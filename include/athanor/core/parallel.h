@@ -2,7 +2,12 @@
 // one set of threads and never compete (two pools on two cores is what slows PyTorch 3x here).
 //
 //   set_num_threads(2);
-//   parallel_for(0, n, kPointwiseGrain, [&](int64_t begin, int64_t end) { ... });
+//   std::vector<float> v(100000);
+//   int64_t n = static_cast<int64_t>(v.size());
+//   parallel_for(0, n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
+//     for (int64_t i = begin; i < end; ++i) v[i] = 2.0f;   // one chunk: [begin, end)
+//   });
+//   assert(v[0] == 2.0f && v[n - 1] == 2.0f);
 //
 // Work under `grain` elements runs inline on the calling thread: entering a parallel region
 // costs about a microsecond, more than small tensors take to compute. Chunk boundaries depend

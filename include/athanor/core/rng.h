@@ -4,8 +4,11 @@
 //
 //   manual_seed(0);                 // the global generator
 //   Generator g(42);                // or an explicit one: rand({3}, {.generator = &g})
+//   uint64_t n = 8, i = 5;
 //   uint64_t base = g.reserve(n);   // counters [base, base + ceil(n/4)) are now used
 //   float u = philox_uniform(g.seed(), base, i);   // element i in [0, 1)
+//   Generator h(42);
+//   assert(rand({8}, {.generator = &h}).data<float>()[i] == u);   // what rand({8}) draws
 #pragma once
 
 #include <array>

@@ -1,8 +1,8 @@
 // Shapes, strides and the broadcasting rules shared by every op.
 //
 //   Shape s{2, 3};                      // sizes, at most kMaxDims of them
-//   numel(s) == 6; contiguous_strides(s) == Strides{3, 1};
-//   broadcast_shapes(Shape{4, 1}, Shape{3}) == Shape{4, 3};
+//   assert(numel(s) == 6 && contiguous_strides(s) == Strides({3, 1}));
+//   assert(broadcast_shapes(Shape{4, 1}, Shape{3}) == Shape({4, 3}));
 #pragma once
 
 #include <cstdint>

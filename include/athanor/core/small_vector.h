@@ -4,6 +4,7 @@
 //
 //   SmallVec<int64_t, 16> dims{2, 3};
 //   dims.push_back(4);  // throws ShapeError past the capacity, never overflows
+//   assert(dims.size() == 3 && dims[2] == 4);
 #pragma once
 
 #include <algorithm>

@@ -1,9 +1,13 @@
 // Adagrad (torch.optim.Adagrad) with lr decay, an initial accumulator value and weight decay.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::Adagrad opt(model.parameters(), {.lr = 0.1, .lr_decay = 1e-3});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   opt.step();
 //
 // Per parameter at step t, with g its gradient (negated when maximize) plus weight_decay * p:
-//   sum += g^2;  p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps)
+//   // sum += g^2;  p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps)
 // State: "step" and "sum" (created for every parameter when its group is added, as PyTorch
 // does in the constructor).
 #pragma once

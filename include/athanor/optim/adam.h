@@ -1,12 +1,16 @@
 // Adam and AdamW (torch.optim.Adam / AdamW), with amsgrad, weight decay and maximize.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::Adam adam(model.parameters(), {.lr = 1e-3, .betas = {0.9, 0.98}, .amsgrad = true});
 //   optim::AdamW adamw(model.parameters(), {.lr = 1e-3, .weight_decay = 0.05});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   adam.step();   // or adamw.step()
 //
 // Per parameter at step t, with g its gradient (negated when maximize):
-//   Adam:  g += weight_decay * p          AdamW: p *= 1 - lr * weight_decay
-//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad)
-//   p -= lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
+//   // Adam:  g += weight_decay * p          AdamW: p *= 1 - lr * weight_decay
+//   // m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  vmax = max(vmax, v) (amsgrad)
+//   // p -= lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
 // State: "step", "exp_avg", "exp_avg_sq", and "max_exp_avg_sq" with amsgrad.
 #pragma once
 

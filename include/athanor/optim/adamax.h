@@ -1,9 +1,13 @@
 // Adamax (torch.optim.Adamax): Adam with an infinity-norm second moment.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::Adamax opt(model.parameters(), {.lr = 2e-3});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   opt.step();
 //
 // Per parameter at step t, with g its gradient (negated when maximize) plus weight_decay * p:
-//   m = beta1 m + (1 - beta1) g;  u = max(beta2 u, |g| + eps);  p -= lr / (1 - beta1^t) * m / u
+//   // m = beta1 m + (1 - beta1) g;  u = max(beta2 u, |g| + eps);  p -= lr / (1 - beta1^t) * m / u
 // State: "step", "exp_avg", "exp_inf".
 #pragma once
 

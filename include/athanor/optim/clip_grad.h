@@ -1,6 +1,10 @@
 // Gradient clipping (PyTorch's torch.nn.utils.clip_grad_norm_ / clip_grad_value_; kept in
 // optim here). Parameters without a gradient are ignored.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   optim::SGD opt(model.parameters(), {.lr = 0.1});
+//   Tensor loss = model(randn({8, 4})).pow(2).mean();
 //   loss.backward();
 //   double norm = optim::clip_grad_norm_(model.parameters(), 1.0);   // L2 over all gradients
 //   optim::clip_grad_norm_(model.parameters(), 5.0, INFINITY);       // max-abs norm

@@ -1,8 +1,12 @@
 // Cosine schedules: CosineAnnealingLR (PyTorch's recursive form, so values match torch's even
 // past T_max, where the lr climbs back up) and CosineAnnealingWarmRestarts (SGDR).
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   optim::SGD opt(model.parameters(), {.lr = 0.1});
 //   optim::CosineAnnealingLR sched(opt, {.T_max = 100, .eta_min = 1e-5});
-//   optim::CosineAnnealingWarmRestarts warm(opt, {.T_0 = 10, .T_mult = 2});
+//   optim::CosineAnnealingWarmRestarts warm(opt, {.T_0 = 10, .T_mult = 2});  // restarts 10, 30, 70
+//   int epoch = 3, batch = 5, batches = 20;
 //   warm.step(epoch + batch / double(batches));   // fractional epochs, as in PyTorch
 #pragma once
 

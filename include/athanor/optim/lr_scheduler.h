@@ -2,10 +2,14 @@
 // form for step(), the closed form for step(epoch), the step made at construction, and
 // "initial_lr" written into each param group).
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   auto train = [](optim::Optimizer& opt) { opt.step(); };   // an epoch's batches, stubbed
 //   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 //   optim::StepLR sched(opt, {.step_size = 30, .gamma = 0.1});
 //   for (int epoch = 0; epoch < 100; ++epoch) { train(opt); sched.step(); }
-//   sched.get_last_lr();                 // one lr per param group
+//   std::vector<double> lrs = sched.get_last_lr();   // one lr per param group
+//   assert(lrs.size() == 1 && std::abs(lrs[0] - 1e-4) < 1e-12);   // 0.1 * 0.1^3
 //   nlohmann::json s = sched.state_dict();
 //
 // A scheduler keeps a reference to its optimizer, which must outlive it. To resume, construct

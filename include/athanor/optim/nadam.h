@@ -1,12 +1,17 @@
 // NAdam (torch.optim.NAdam 1.13): Adam with Nesterov momentum and a momentum schedule.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::NAdam opt(model.parameters(), {.lr = 2e-3, .momentum_decay = 4e-3});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   opt.step();
 //
 // Per parameter at step t, with g its gradient plus weight_decay * p:
-//   mu_t = beta1 (1 - 0.5 * 0.96^(t momentum_decay));  mu_product *= mu_t
-//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  d = sqrt(v / (1 - beta2^t)) + eps
-//   p -= lr (1 - mu_t) / (1 - mu_product) g / d + lr mu_{t+1} / (1 - mu_product mu_t mu_{t+1}) m /
-//   d
+//   // mu_t = beta1 (1 - 0.5 * 0.96^(t momentum_decay));  mu_product *= mu_t
+//   // m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   // d = sqrt(v / (1 - beta2^t)) + eps
+//   // p -= lr (1 - mu_t) / (1 - mu_product) g / d
+//   //      + lr mu_{t+1} / (1 - mu_product mu_t mu_{t+1}) m / d
 // This is PyTorch 1.13's formula exactly, including its mu_t factor in the second denominator
 // (later releases multiply by mu_{t+1} only) and its float32 mu_product, whatever the
 // parameters' dtype. PyTorch 1.13's NAdam has no maximize option, so neither does this one.

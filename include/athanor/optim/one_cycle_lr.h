@@ -4,9 +4,17 @@
 // cycle_momentum the optimizer's momentum (SGD, RMSprop) or betas[0] (the Adam family) moves
 // the opposite way between max_momentum and base_momentum.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   int epochs = 2, batches = 3;
 //   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 //   optim::OneCycleLR sched(opt, {.max_lr = 0.1, .total_steps = epochs * batches});
-//   for (...) { ...; opt.step(); sched.step(); }
+//   for (int step = 0; step < epochs * batches; ++step) {
+//     opt.zero_grad();
+//     model(randn({8, 4})).pow(2).mean().backward();
+//     opt.step();
+//     sched.step();
+//   }
 //
 // It writes "initial_lr", "max_lr", "min_lr" (and "max_momentum", "base_momentum") into each
 // param group, as PyTorch does. Stepping past total_steps is a ValueError.

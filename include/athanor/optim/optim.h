@@ -1,9 +1,12 @@
 // The optim layer in one include: optimizers, learning-rate schedulers, gradient clipping.
 //
 //   #include "athanor/optim/optim.h"
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::AdamW opt(model.parameters(), {.lr = 3e-4});
 //   optim::OneCycleLR sched(opt, {.max_lr = 3e-3, .total_steps = 1000});
-//   ...; optim::clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step();
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   optim::clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step();
 #pragma once
 
 #include "athanor/optim/adagrad.h"

@@ -2,17 +2,23 @@
 // param groups, per-parameter state and state dicts. The update arithmetic is torch.optim 1.13's
 // single-tensor form, fused into one pass per parameter (see each optimizer's header).
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   Tensor x = randn({8, 4}), y = randn({8, 2});
 //   optim::Adam opt(model.parameters(), {.lr = 1e-3, .weight_decay = 1e-2});
-//   for (...) { opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step(); }
+//   for (int i = 0; i < 3; ++i) { opt.zero_grad(); mse_loss(model(x), y).backward(); opt.step(); }
 //
 //   // Groups: options a group leaves unset fall back to the optimizer's, as in PyTorch.
+//   nn::Linear body({.in = 4, .out = 8}), head({.in = 8, .out = 2});
 //   optim::SGD sgd({{.params = body.parameters()}, {.params = head.parameters(), .lr = 0.1}},
 //                  {.lr = 0.01, .momentum = 0.9});
 //   sgd.param_group(1).set_lr(0.05);      // what schedulers do
 //   sgd.options(0).momentum = 0.8;        // typed access to every option of a group
 //
-//   OptimizerState s = opt.state_dict();  // json (options, steps) + tensors ("state.0.exp_avg")
-//   fresh.load_state_dict(s);             // validated first; throws and changes nothing on error
+//   optim::OptimizerState s = opt.state_dict();  // json (options, steps) + tensors
+//   optim::Adam fresh(model.parameters(), {.lr = 1e-3, .weight_decay = 1e-2});   // on resume
+//   fresh.load_state_dict(s);   // validated first; throws and changes nothing on error
+//   assert(fresh.state(0, 0).tensor("exp_avg").numel() == 8);   // "state.0.exp_avg" in s
 //
 // Parameters without a gradient are skipped (their state is not created or advanced). Float32 and
 // float64 parameters are supported; float16/bfloat16 ones are refused with NotImplementedError

@@ -2,8 +2,15 @@
 // epochs (torch.optim.lr_scheduler.ReduceLROnPlateau). Not an LRScheduler: its step takes the
 // metric.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   optim::SGD opt(model.parameters(), {.lr = 0.1});
 //   optim::ReduceLROnPlateau sched(opt, {.mode = optim::PlateauMode::Min, .patience = 3});
-//   for (...) { train(opt); sched.step(validation_loss); }
+//   for (int epoch = 0; epoch < 6; ++epoch) {
+//     double validation_loss = 1.0;   // train(opt), then evaluate: here a plateau
+//     sched.step(validation_loss);
+//   }
+//   assert(std::abs(opt.param_group(0).lr() - 0.01) < 1e-12);   // cut once, after 4 bad epochs
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,15 @@
 // RMSprop (torch.optim.RMSprop), optionally centered and with momentum.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::RMSprop opt(model.parameters(), {.lr = 1e-2, .momentum = 0.9, .centered = true});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   opt.step();
 //
 // Per parameter, with g its gradient (negated when maximize) plus weight_decay * p:
-//   sq = alpha sq + (1 - alpha) g^2;  (centered) ga = alpha ga + (1 - alpha) g
-//   avg = sqrt(sq - ga^2 if centered else sq) + eps
-//   momentum > 0: buf = momentum buf + g / avg; p -= lr buf      else: p -= lr g / avg
+//   // sq = alpha sq + (1 - alpha) g^2;  (centered) ga = alpha ga + (1 - alpha) g
+//   // avg = sqrt(sq - ga^2 if centered else sq) + eps
+//   // momentum > 0: buf = momentum buf + g / avg; p -= lr buf      else: p -= lr g / avg
 // State: "step", "square_avg", "momentum_buffer" (momentum > 0), "grad_avg" (centered).
 #pragma once
 

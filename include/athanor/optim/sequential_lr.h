@@ -1,9 +1,13 @@
 // Schedulers made of schedulers: SequentialLR runs one after another, switching at milestones;
 // ChainedScheduler steps all of them every time (their factors multiply).
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   optim::SGD opt(model.parameters(), {.lr = 0.1});
 //   optim::LinearLR warmup(opt, {.start_factor = 0.1, .total_iters = 5});
 //   optim::CosineAnnealingLR cosine(opt, {.T_max = 95});
 //   optim::SequentialLR sched(opt, {warmup, cosine}, {5});
+//   for (int epoch = 0; epoch < 100; ++epoch) sched.step();   // 5 warm-up epochs, then cosine
 //
 // The children are held by reference (they must outlive the composite) and must share its
 // optimizer. State dicts nest the children's under "_schedulers".

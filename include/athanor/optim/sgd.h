@@ -1,10 +1,14 @@
 // SGD with momentum, dampening, Nesterov momentum, weight decay and maximize: torch.optim.SGD.
 //
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
 //   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+//   model(randn({8, 4})).pow(2).mean().backward();
+//   opt.step();
 //
 // Per parameter, with g its gradient (negated when maximize):
-//   g += weight_decay * p;  buf = momentum * buf + (1 - dampening) * g   (buf = g at first)
-//   g = nesterov ? g + momentum * buf : buf;  p -= lr * g
+//   // g += weight_decay * p;  buf = momentum * buf + (1 - dampening) * g   (buf = g at first)
+//   // g = nesterov ? g + momentum * buf : buf;  p -= lr * g
 // State: "momentum_buffer" (only when momentum != 0).
 #pragma once
 

@@ -1,8 +1,12 @@
 // Grad mode: whether ops record backward nodes. Thread-local, as in PyTorch, so data-loader
 // workers and the main thread do not interfere.
 //
+//   Tensor w = randn({3, 1}).requires_grad_(), x = randn({2, 3});
+//   matmul(x, w).sum().backward();
+//   double lr = 0.1;
 //   { NoGradGuard g; w.sub_(lr * w.grad()); }   // an optimizer update, not recorded
-//   { InferenceMode m; model(x); }               // no recording, and no version bookkeeping
+//   { InferenceMode m; Tensor y = matmul(x, w); }   // no recording, and no version bookkeeping
+//   assert(w.is_leaf());   // the update left no history on w
 #pragma once
 
 namespace ath {

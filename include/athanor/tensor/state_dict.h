@@ -2,10 +2,11 @@
 // safetensors files hold and what checkpoints store. Keys are PyTorch's dotted names
 // ("features.0.weight"), so a state dict moves between PyTorch and athanor unchanged.
 //
+//   Tensor w = randn({2, 3});
 //   StateDict sd;
 //   sd.insert("fc.weight", w);
-//   for (const auto& [name, tensor] : sd) { ... }
-//   sd.at("fc.weight");               // ath::KeyError naming the key when absent
+//   for (const auto& [name, tensor] : sd) fmt::print("{} {}\n", name, tensor.shape());
+//   assert(sd.at("fc.weight").numel() == 6);   // ath::KeyError naming the key when absent
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 //   Tensor x = randn({2, 3}).requires_grad_();
 //   Tensor y = (x * x).sum();
 //   y.backward();
-//   x.grad();                    // 2 * x
+//   assert(all(eq(x.grad(), 2 * x)).item<bool>());   // x.grad() is 2 * x
 //
 // This header declares the op methods (x.sum(), x.view(...)) but the ops layer defines them
 // (as ATen does with TensorBody.h): the tensor layer itself only manages metadata and memory.
