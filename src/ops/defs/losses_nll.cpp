@@ -1,6 +1,6 @@
 // nll_loss and nll_loss_backward: definitions and gradient formulas.
 #include "athanor/ops/dispatch.h"
-#include "losses_common.h"
+#include "loss_checks.h"
 
 namespace ath {
 

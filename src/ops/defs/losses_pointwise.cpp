@@ -11,7 +11,7 @@
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
 #include "athanor/ops/views.h"
-#include "losses_common.h"
+#include "loss_checks.h"
 
 namespace ath {
 

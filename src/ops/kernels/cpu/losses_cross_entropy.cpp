@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
-#include "losses_common.h"
+#include "loss_kernel_helpers.h"
 #include "losses_isa.h"
 #include "register.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
-#include "losses_common.h"
+#include "loss_kernel_helpers.h"
 #include "register.h"
 
 namespace ath::kernels {

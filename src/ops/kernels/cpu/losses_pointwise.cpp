@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
-#include "losses_common.h"
+#include "loss_kernel_helpers.h"
 #include "losses_isa.h"
 #include "pointwise_loop.h"
 #include "register.h"

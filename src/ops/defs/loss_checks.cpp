@@ -1,5 +1,5 @@
 // Shared loss argument checks and the Reduction names.
-#include "losses_common.h"
+#include "loss_checks.h"
 
 namespace ath {
 
