@@ -2,8 +2,11 @@
 // epoch values with MeanMetric weighted by batch size), and MeanSquaredError.
 //
 //   train::MeanMetric epoch_loss;
-//   epoch_loss.update(loss.item<float>(), batch.size());   // weight = samples in the batch
-//   double mean = epoch_loss.compute();                   // sum(v * w) / sum(w)
+//   Tensor loss = full({1}, 0.5);                     // the loss of a batch of 32 samples
+//   epoch_loss.update(loss.item<float>(), 32);        // weight = samples in the batch
+//   epoch_loss.update(0.2, 8);                        // a last, short batch of 8
+//   double mean = epoch_loss.compute();               // sum(v * w) / sum(w)
+//   assert(std::abs(mean - 0.44) < 1e-9);             // (0.5 * 32 + 0.2 * 8) / 40
 //
 // NaN values propagate (a diverged loss shows as NaN, it is not silently dropped); negative or
 // non-finite weights are a ValueError.

@@ -3,12 +3,16 @@
 // of the same name, in the order given to the Trainer. State returned by state_dict() is saved
 // in checkpoints under state_key() and handed back to load_state_dict() on resume.
 //
+//   #include "athanor/train/trainer.h"
 //   struct PrintEpochs : ath::train::Callback {
-//     void on_train_epoch_end(Trainer& t, TrainingModule&) override {
+//     std::string state_key() const override { return "PrintEpochs"; }
+//     void on_train_epoch_end(train::Trainer& t, train::TrainingModule&) override {
 //       fmt::print("epoch {} done, val_loss {}\n", t.current_epoch(),
 //                  t.callback_metrics().at("val_loss"));
 //     }
 //   };
+//   train::TrainerOptions opts;
+//   opts.callbacks.push_back(std::make_shared<PrintEpochs>());
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,15 @@
 // header metadata under "athanor.checkpoint". Any safetensors reader can open the file;
 // `athanor inspect` prints it.
 //
-//   CheckpointFile ckpt = load_checkpoint("runs/version_0/checkpoints/last.ckpt");
-//   ckpt.meta["global_step"];                          // 4690
+//   #include "athanor/nn/linear.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   train::CheckpointFile out;                         // what Trainer::save_checkpoint writes
+//   out.meta = {{"epoch", 4}, {"global_step", 4690}};
+//   out.add_section("state_dict", model.state_dict());
+//   train::save_checkpoint("last.ckpt", out);
+//
+//   train::CheckpointFile ckpt = train::load_checkpoint("last.ckpt");
+//   assert(ckpt.meta["global_step"] == 4690);
 //   model.load_state_dict(ckpt.section("state_dict"));  // the module's weights
 //
 // Writing is atomic (temporary file in the same directory, fsync, rename, fsync of the

@@ -1,6 +1,9 @@
 // Multiclass classification metrics (torchmetrics' Multiclass* family): Accuracy (top-k),
 // Precision, Recall, F1Score and ConfusionMatrix.
 //
+//   Tensor logits = randn({8, 10});              // a batch of 8 samples, 10 classes
+//   Tensor labels = randint(0, 10, {8});
+//   Tensor predicted = argmax(logits, 1);
 //   train::Accuracy acc({.num_classes = 10});
 //   train::F1Score f1({.num_classes = 10, .average = train::Average::kMacro});
 //   acc.update(logits, labels);      // logits (N, C) float, labels (N) int64

@@ -2,6 +2,11 @@
 // script, nothing fetched from the network) into a directory, rewritten atomically on every
 // save() (the Trainer saves at each epoch end), so it can be opened while training runs.
 //
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/nn/summary.h"
+//   #include "athanor/train/csv_logger.h"
+//   nn::Linear model({.in = 4, .out = 2});
+//   auto logger = std::make_shared<train::CSVLogger>("runs");  // runs/lightning_logs/version_N
 //   auto report = std::make_shared<train::HtmlReport>(logger->log_dir());
 //   report->log_text("model_summary", nn::summarize(model).to_string());
 //   report->log_metrics({{"train_loss", 0.41}, {"val_acc", 0.87}}, 100);

@@ -1,10 +1,16 @@
 // Logger: where the Trainer sends hyperparameters and metrics (Lightning's Logger). CSVLogger,
 // the HTML report and user loggers implement it.
 //
+//   #include "athanor/train/trainer.h"
 //   class PrintLogger : public ath::train::Logger {
-//     void log_metrics(const Metrics& m, int64_t step) override { for (auto& [k, v] : m) ... }
+//     std::string name() const override { return "print"; }
+//     void log_hyperparams(const nlohmann::json& hparams) override {}
+//     void log_metrics(const train::Metrics& m, int64_t step) override {
+//       for (auto& [k, v] : m) fmt::print("step {}: {} = {}\n", step, k, v);
+//     }
 //   };
-//   TrainerOptions opts; opts.loggers.push_back(std::make_shared<PrintLogger>());
+//   train::TrainerOptions opts;
+//   opts.loggers.push_back(std::make_shared<PrintLogger>());   // replaces the default loggers
 #pragma once
 
 #include <cstdint>

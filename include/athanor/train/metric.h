@@ -2,10 +2,16 @@
 // many update() calls (an epoch) and compute() gives the value over everything seen since the
 // last reset(), weighted by the number of samples each update brought, not a mean of batch means.
 //
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/classification_metrics.h"
+//   nn::Linear model({.in = 4, .out = 10});
+//   std::vector<std::pair<Tensor, Tensor>> batches = {{randn({8, 4}), randint(0, 10, {8})},
+//                                                     {randn({3, 4}), randint(0, 10, {3})}};
 //   train::Accuracy acc({.num_classes = 10});
 //   for (auto& [x, y] : batches) acc.update(model.forward(x), y);
-//   double epoch_acc = acc.compute();     // correct / total over the epoch
+//   double epoch_acc = acc.compute();     // correct / total over the epoch (11 samples)
 //   acc.reset();
+//   assert(std::isnan(acc.compute()));
 //
 // Before any sample has been seen, every scalar metric's compute() returns NaN.
 #pragma once

@@ -1,13 +1,26 @@
 // What TrainingModule::configure_optimizers returns: an optimizer and, optionally, an LR
 // scheduler with Lightning's scheduler config (interval, frequency, monitor, strict, name).
 //
-//   OptimizerConfig configure_optimizers() override {
-//     auto opt = std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-3});
-//     auto sched = std::make_shared<optim::StepLR>(*opt, optim::StepLROptions{.step_size = 10});
-//     return {opt, LRSchedulerConfig(sched)};           // stepped once per epoch
-//   }
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/optim/adam.h"
+//   #include "athanor/train/training_module.h"
+//   struct Regressor : train::TrainingModule {
+//     nn::Linear fc{{.in = 4, .out = 1}};
+//     Regressor() { register_module("fc", fc); }
+//     Tensor training_step(const data::Batch& b, int64_t) override {
+//       return mse_loss(fc(b[0]), b[1]);
+//     }
+//     train::OptimizerConfig configure_optimizers() override {
+//       auto opt = std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-3});
+//       auto sched = std::make_shared<optim::StepLR>(*opt, optim::StepLROptions{.step_size = 10});
+//       return {opt, train::LRSchedulerConfig(sched)};           // stepped once per epoch
+//     }
+//   };
+//   Regressor model;
+//   train::OptimizerConfig config = model.configure_optimizers();
 //   // ReduceLROnPlateau needs the metric it watches:
-//   return {opt, LRSchedulerConfig(plateau, {.monitor = "val_loss"})};
+//   auto plateau = std::make_shared<optim::ReduceLROnPlateau>(*config.optimizer);
+//   config.lr_scheduler = train::LRSchedulerConfig(plateau, {.monitor = "val_loss"});
 #pragma once
 
 #include <cstdint>

@@ -2,21 +2,24 @@
 // drives it: start_stage when a loop starts, update after every batch, end_stage at the end.
 //
 //   train::ProgressBar bar;                                   // std::cout, terminal if a tty
+//   double loss = 0.4123, acc = 0.87;
 //   bar.start_stage("train", /*epoch=*/0, /*max_epochs=*/10, /*total_batches=*/938);
 //   for (int64_t i = 0; i < 938; ++i) bar.update(i, {{"loss", loss}});
 //   bar.end_stage({{"loss", loss}, {"val_acc", acc}});
+//   // on a terminal, halfway:
+//   //   Epoch 0/9:  50%|███████▌       | 469/938 [00:02<00:02, 234.5it/s, loss=0.4123]
+//   // elsewhere, every 50 batches:
+//   //   Epoch 0/9 450/938 (47%) [00:01<00:02, 234.5it/s, loss=0.4123]
 //
 // On a terminal, one live line per stage, redrawn in place with '\r' at most
-// max_redraws_per_s times a second (so a fast loop pays nothing), and left on screen at the end:
-//   Epoch 1/10:  50%|███████▌       | 469/938 [00:02<00:02, 234.5it/s, loss=0.4123]
+// max_redraws_per_s times a second (so a fast loop pays nothing), and left on screen at the end.
 // Elsewhere (a log file, CI), a plain line every refresh_every batches and one at the end of the
-// stage, with no control characters:
-//   Epoch 1/10 469/938 (50%) [00:02<00:02, 234.5it/s, loss=0.4123]
-// The "train" stage is labelled with the epoch (shown 1-based: epoch 0 of 10 is "Epoch 1/10");
-// "validate", "test", "predict" and "sanity_check" get Lightning's labels, other names are shown
-// as given. Metric values are shown with 4 significant digits. A stage started while another is
-// running (validation inside a training epoch) gets its own line; the outer one resumes on a new
-// line after it.
+// stage, with no control characters.
+// The "train" stage is labelled with the epoch, counted from 0 as Lightning's bars show it (epoch
+// 0 of 10 is "Epoch 0/9": the current and the last index); "validate", "test", "predict" and
+// "sanity_check" get Lightning's labels, other names are shown as given. Metric values are shown
+// with 4 significant digits. A stage started while another is running (validation inside a
+// training epoch) gets its own line; the outer one resumes on a new line after it.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // svg_line_plot: a self-contained SVG line chart (no script, no external resources) for the HTML
 // report and the LR finder: axes with "nice" ticks and labels, one polyline per series, a legend.
 //
+//   std::vector<double> steps = {0, 50, 100}, losses = {2.3, 0.9, 0.6};
+//   std::vector<double> s2 = {100}, v2 = {0.7};                    // one point: drawn as a dot
 //   std::string svg = train::svg_line_plot(
 //       {{.name = "train_loss", .x = steps, .y = losses}, {.name = "val_loss", .x = s2, .y = v2}},
 //       {.title = "Loss", .x_label = "step"});

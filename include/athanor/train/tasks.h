@@ -2,6 +2,15 @@
 // built-in models, and by anyone who wants a classifier or a language model trained without
 // writing a module:
 //
+//   #include "athanor/data/data.h"
+//   #include "athanor/models/fashion.h"
+//   #include "athanor/train/trainer.h"
+//   auto images = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({16, 1, 28, 28}), randint(0, 10, {16})});   // 16 fake images
+//   auto train_loader = data::make_loader(images, {.batch_size = 8});
+//   auto val_loader = train_loader, test_loader = train_loader;
+//   train::Trainer trainer({.max_epochs = 1});
+//
 //   train::ClassificationTask task(models::fashion_cnn(), {.name = "adam", .lr = 1e-3});
 //   trainer.fit(task, train_loader, val_loader);   // logs train_loss/acc, val_loss/acc
 //   trainer.test(task, test_loader);               // test_loss, test_acc

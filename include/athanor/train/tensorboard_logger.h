@@ -4,9 +4,9 @@
 // one per log_metrics call, each with a Summary holding every metric as a scalar (simple_value,
 // what torch.utils.tensorboard's add_scalar writes), and hparams.yaml beside it.
 //
-//   auto tb = std::make_shared<train::TensorBoardLogger>("runs");   //
-//   runs/lightning_logs/version_0 tb->log_metrics({{"train_loss", 0.41}, {"epoch", 0}}, 49);
-//   tb->save();                                                      // flushed to the events file
+//   auto tb = std::make_shared<train::TensorBoardLogger>("runs");  // runs/lightning_logs/version_0
+//   tb->log_metrics({{"train_loss", 0.41}, {"epoch", 0}}, 49);
+//   tb->save();                                                     // flushed to the events file
 //
 // The Trainer's default loggers include one, in the CSVLogger's directory. Events are buffered and
 // appended by save() (the Trainer calls it at epoch ends and checkpoints) and finalize(); a crash

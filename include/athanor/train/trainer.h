@@ -2,14 +2,26 @@
 // epochs, batches, validation, gradient accumulation and clipping, LR schedulers, logging,
 // checkpoints, exact resume — and calls every hook in Lightning's order.
 //
-//   TrainerOptions opts;
-//   opts.max_epochs = 3;
-//   opts.callbacks = {std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/callbacks/model_checkpoint.h"
+//   #include "athanor/train/tasks.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});  // a TrainingModule
+//   auto ds = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({32, 4}), randint(0, 3, {32})});  // 4 features, 3 classes
+//   auto train_loader = data::make_loader(ds, {.batch_size = 8, .shuffle = true});
+//   auto val_loader = data::make_loader(ds, {.batch_size = 16}), test_loader = val_loader;
+//
+//   train::TrainerOptions opts;
+//   opts.max_epochs = 1;
+//   opts.callbacks = {std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{
 //       .monitor = "val_loss", .save_last = true})};
-//   Trainer trainer(opts);
+//   train::Trainer trainer(opts);
 //   trainer.fit(model, train_loader, val_loader);     // or fit(model, datamodule)
 //   trainer.fit(model, train_loader, val_loader, "last");   // resume where the last run stopped
-//   auto results = trainer.test(model, test_loader);   // [{"test_acc": 0.91, ...}]
+//   auto results = trainer.test(model, test_loader);   // [{"test_acc": 0.41, ...}]
+//   assert(results[0].contains("test_acc"));
 //
 // Options have Lightning's names and meanings; docs/trainer.md lists them and the hook order.
 // global_step counts optimizer steps. Checkpoints resume bit-exactly, mid-epoch included.

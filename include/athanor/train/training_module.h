@@ -1,6 +1,8 @@
 // TrainingModule: Lightning's LightningModule — a Module that also says how to train itself.
 // The user writes the model, the steps and the optimizer; the Trainer does the loop.
 //
+//   #include "athanor/models/fashion.h"
+//   #include "athanor/optim/adam.h"
 //   class Classifier : public ath::train::TrainingModule {
 //    public:
 //     Classifier() : TrainingModule("Classifier") {
@@ -16,12 +18,15 @@
 //     void validation_step(const data::Batch& batch, int64_t) override {
 //       log("val_loss", cross_entropy(forward(batch[0]), batch[1]));
 //     }
-//     OptimizerConfig configure_optimizers() override {
+//     train::OptimizerConfig configure_optimizers() override {
 //       return {std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-3})};
 //     }
 //    private:
 //     std::shared_ptr<nn::Sequential> net_ = models::fashion_cnn();
 //   };
+//   Classifier model;
+//   data::Batch batch(data::TensorList{randn({2, 1, 28, 28}), randint(0, 10, {2})}, /*size=*/2);
+//   Tensor loss = model.training_step(batch, 0);   // what the Trainer calls for every batch
 //
 // Hooks are called in Lightning's order (each callback's first, then the module's); see
 // docs/trainer.md for the full sequence. Manual optimization: set_automatic_optimization(false),

@@ -3,10 +3,20 @@
 // ("binsearch") — with a few training steps each, keeps the largest that worked, rebuilds the
 // training source with it and puts the module, optimizer and RNG back as they were.
 //
-//   auto make = [&](int64_t bs) { return std::make_shared<DataLoader>(dataset, {.batch_size = bs});
-//   }; auto finder = std::make_shared<BatchSizeFinder>(make, BatchSizeFinderOptions{
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/tasks.h"
+//   #include "athanor/train/trainer.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});
+//   auto dataset = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({64, 4}), randint(0, 3, {64})});
+//   auto make = [&](int64_t bs) { return data::make_loader(dataset, {.batch_size = bs}); };
+//   auto finder = std::make_shared<train::BatchSizeFinder>(make, train::BatchSizeFinderOptions{
 //       .max_memory_mb = 512});
+//   train::Trainer trainer({.max_epochs = 1, .callbacks = {finder}});
 //   trainer.fit(model, make(32));           // trains with finder->optimal_batch_size()
+//   assert(finder->optimal_batch_size() == 64);   // all 64 samples in one batch: no larger size
 //
 // There is no CUDA out-of-memory to catch on the CPU, so a trial fails when it throws or when
 // the allocator's peak (memory_stats().peak_bytes, reset before each trial) passes max_memory_mb.

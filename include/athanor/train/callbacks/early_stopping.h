@@ -1,6 +1,6 @@
 // EarlyStopping: Lightning's callback — stops fit when a monitored metric stops improving.
 //
-//   auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{
+//   auto stop = std::make_shared<train::EarlyStopping>(train::EarlyStoppingOptions{
 //       .monitor = "val_loss", .min_delta = 1e-3, .patience = 3});
 //
 // Patience counts validation checks (end-of-epoch ones by default) without an improvement of

@@ -1,7 +1,7 @@
 // GradientAccumulationScheduler: Lightning's callback — changes accumulate_grad_batches by epoch.
 //
 //   // 4 batches per optimizer step for epochs 0-3, 2 for epochs 4-7, then 1
-//   auto accum = std::make_shared<GradientAccumulationScheduler>(
+//   auto accum = std::make_shared<train::GradientAccumulationScheduler>(
 //       std::map<int64_t, int64_t>{{0, 4}, {4, 2}, {8, 1}});
 //
 // Keys are 0-based epochs (>= 0), values factors (>= 1); an epoch uses the factor of the largest

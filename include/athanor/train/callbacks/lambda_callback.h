@@ -2,8 +2,9 @@
 // hooks that do not deserve a class. Each member that is set is called from the hook of the same
 // name; unset ones do nothing.
 //
-//   auto print = std::make_shared<LambdaCallback>(LambdaHooks{
-//       .on_train_epoch_end = [](Trainer& t, TrainingModule&) {
+//   #include "athanor/train/trainer.h"
+//   auto print = std::make_shared<train::LambdaCallback>(train::LambdaHooks{
+//       .on_train_epoch_end = [](train::Trainer& t, train::TrainingModule&) {
 //         fmt::print("epoch {} done\n", t.current_epoch());
 //       }});
 //

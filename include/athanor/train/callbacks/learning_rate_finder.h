@@ -4,10 +4,22 @@
 // update_attr) sets the optimizer's learning rate to the suggestion: the rate where the loss
 // falls fastest.
 //
-//   auto finder = std::make_shared<LearningRateFinder>(LearningRateFinderOptions{
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/tasks.h"
+//   #include "athanor/train/trainer.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});
+//   auto dataset = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({64, 4}), randint(0, 3, {64})});
+//   auto train_loader = data::make_loader(dataset, {.batch_size = 8, .shuffle = true});
+//   train::TrainerOptions opts;
+//   opts.max_epochs = 1;
+//   auto finder = std::make_shared<train::LearningRateFinder>(train::LearningRateFinderOptions{
 //       .min_lr = 1e-6, .max_lr = 1.0, .num_training_steps = 100});
 //   opts.callbacks.push_back(finder);
-//   trainer.fit(model, train);                  // trains with lr = *finder->suggestion()
+//   train::Trainer trainer(opts);
+//   trainer.fit(model, train_loader);           // trains with lr = *finder->suggestion()
 //   finder->results().lrs;  finder->plot_svg();  // the curve (also sent to the loggers)
 //
 // The search runs its own loop over the training source (start_epoch(0), then the next epochs

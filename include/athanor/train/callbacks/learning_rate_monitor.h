@@ -1,8 +1,10 @@
 // LearningRateMonitor: Lightning's callback — logs the optimizer's learning rate (and optionally
 // momentum and weight decay) to the loggers as training goes.
 //
-//   opts.callbacks.push_back(std::make_shared<LearningRateMonitor>(
-//       LearningRateMonitorOptions{.logging_interval = "step", .log_momentum = true}));
+//   #include "athanor/train/trainer.h"
+//   train::TrainerOptions opts;
+//   opts.callbacks.push_back(std::make_shared<train::LearningRateMonitor>(
+//       train::LearningRateMonitorOptions{.logging_interval = "step", .log_momentum = true}));
 //   // loggers receive {"lr-SGD": 0.1, "lr-SGD-momentum": 0.9} at the steps they log
 //
 // Keys: "lr-<OptimizerName>", or the scheduler config's `name` when set; with several param

@@ -1,11 +1,21 @@
 // ModelCheckpoint: Lightning's checkpoint callback — saves checkpoints during fit, keeps the
 // best `save_top_k` by a monitored metric, optionally a `last.ckpt`.
 //
-//   auto ckpt = std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/tasks.h"
+//   #include "athanor/train/trainer.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});
+//   auto dataset = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({64, 4}), randint(0, 3, {64})});
+//   auto loader = data::make_loader(dataset, {.batch_size = 16});
+//   auto ckpt = std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{
 //       .dirpath = "runs/ckpts", .filename = "{epoch}-{val_loss:.2f}", .monitor = "val_loss",
 //       .save_top_k = 3, .save_last = true});
-//   ... trainer.fit(...) ...
-//   ckpt->best_model_path();    // "runs/ckpts/epoch=7-val_loss=0.31.ckpt"
+//   train::Trainer trainer({.max_epochs = 1, .callbacks = {ckpt}});
+//   trainer.fit(model, loader, loader);
+//   ckpt->best_model_path();    // "runs/ckpts/epoch=0-val_loss=1.03.ckpt"
 //
 // Filenames: `{name}` or `{name:fmt}` (fmt's format spec) is replaced by `name=value` (just the
 // value with auto_insert_metric_name=false); `epoch` and `step` are always available, other

@@ -1,7 +1,9 @@
 // ModelSummary: prints Lightning's model summary table when fit starts (and hands it to the
 // loggers, so the HTML report shows it). Added by default (TrainerOptions::enable_model_summary).
 //
-//   opts.callbacks.push_back(std::make_shared<ModelSummary>(/*max_depth=*/2));
+//   #include "athanor/train/trainer.h"
+//   train::TrainerOptions opts;
+//   opts.callbacks.push_back(std::make_shared<train::ModelSummary>(/*max_depth=*/2));
 #pragma once
 
 #include <ostream>

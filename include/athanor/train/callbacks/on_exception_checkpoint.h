@@ -2,9 +2,28 @@
 // interrupt turned into one included), saves a full checkpoint to `<dirpath>/<filename>.ckpt`
 // before the error propagates, so the run can be inspected or resumed from where it broke.
 //
-//   auto on_crash = std::make_shared<OnExceptionCheckpoint>("runs/ckpt");
-//   trainer.fit(model, train);           // throws; runs/ckpt/on_exception.ckpt now exists
-//   trainer.fit(model, train, {}, "runs/ckpt/on_exception.ckpt");   // resume
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/callbacks/lambda_callback.h"
+//   #include "athanor/train/tasks.h"
+//   #include "athanor/train/trainer.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});
+//   auto dataset = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({64, 4}), randint(0, 3, {64})});
+//   auto train_loader = data::make_loader(dataset, {.batch_size = 8});
+//   auto crash = std::make_shared<train::LambdaCallback>(train::LambdaHooks{
+//       .on_train_batch_start = [](train::Trainer&, train::TrainingModule&, const data::Batch&,
+//                                  int64_t i) { if (i == 3) throw std::runtime_error("crash"); }});
+//   auto on_crash = std::make_shared<train::OnExceptionCheckpoint>("runs/ckpt");
+//   train::Trainer trainer({.max_epochs = 1, .callbacks = {on_crash, crash}});
+//   try {
+//     trainer.fit(model, train_loader);   // throws; runs/ckpt/on_exception.ckpt now exists
+//   } catch (const std::runtime_error&) {
+//   }
+//   train::Trainer again({.max_epochs = 1});
+//   again.fit(model, train_loader, {}, "runs/ckpt/on_exception.ckpt");   // resume at batch 3
+//   assert(again.global_step() == 8);   // 3 steps before the crash, 5 after the resume
 //
 // The checkpoint records the step reached: optimizer steps that completed are in it, the
 // failing batch's partial work is not.

@@ -2,7 +2,10 @@
 // live line per stage on a terminal, one plain line per log interval elsewhere (progress_bar.h).
 // Added by default (TrainerOptions::enable_progress_bar); add your own to change the options.
 //
-//   opts.callbacks.push_back(std::make_shared<TQDMProgressBar>(ProgressBarOptions{.ascii = true}));
+//   #include "athanor/train/trainer.h"
+//   train::TrainerOptions opts;
+//   opts.callbacks.push_back(
+//       std::make_shared<train::TQDMProgressBar>(train::ProgressBarOptions{.ascii = true}));
 #pragma once
 
 #include <memory>

@@ -5,9 +5,11 @@
 // then recomputed with one pass over the training data (a cumulative average, as
 // torch.optim.swa_utils.update_bn).
 //
+//   #include "athanor/train/trainer.h"
+//   train::TrainerOptions opts;
 //   opts.max_epochs = 20;
-//   opts.callbacks.push_back(std::make_shared<StochasticWeightAveraging>(
-//       StochasticWeightAveragingOptions{.swa_lrs = {1e-2}, .swa_epoch_start = 0.75}));
+//   opts.callbacks.push_back(std::make_shared<train::StochasticWeightAveraging>(
+//       train::StochasticWeightAveragingOptions{.swa_lrs = {1e-2}, .swa_epoch_start = 0.75}));
 //
 // Lightning's timing, kept exactly: swa_epoch_start is a fraction of max_epochs or a 1-based
 // epoch number, and SWA begins at 0-based epoch swa_start = max(start - 1, 0) (start =

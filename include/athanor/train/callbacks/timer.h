@@ -1,8 +1,18 @@
 // Timer: Lightning's Timer callback — tracks the time spent in each stage and stops fit when a
 // time budget is used up (checked after every training batch, or every epoch).
 //
-//   auto timer = std::make_shared<Timer>(TimerOptions{.duration = "00:12:00:00"});  // 12 hours
-//   trainer.fit(model, train);
+//   #include "athanor/data/data.h"
+//   #include "athanor/nn/linear.h"
+//   #include "athanor/train/tasks.h"
+//   #include "athanor/train/trainer.h"
+//   auto net = std::make_shared<nn::Linear>(nn::LinearOptions{.in = 4, .out = 3});
+//   train::ClassificationTask model(net, {.name = "sgd", .lr = 0.1});
+//   auto dataset = std::make_shared<data::TensorDataset>(
+//       data::TensorList{randn({64, 4}), randint(0, 3, {64})});
+//   auto train_loader = data::make_loader(dataset, {.batch_size = 8});
+//   auto timer = std::make_shared<train::Timer>(train::TimerOptions{.duration = "00:12:00:00"});
+//   train::Trainer trainer({.max_epochs = 1, .callbacks = {timer}});  // stops after 12 hours
+//   trainer.fit(model, train_loader);
 //   timer->time_elapsed("train");   // seconds; also time_elapsed("validate"), "test", "predict"
 //
 // `duration` is seconds (a double) or "DD:HH:MM:SS"; without one the Timer only measures. The
