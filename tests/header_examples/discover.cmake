@@ -1,0 +1,16 @@
+# Writes a CTest file with one test per header the header_examples binary has an example for;
+# each runs in WORKDIR, where examples that save files put them.
+execute_process(COMMAND ${EXE} --list OUTPUT_VARIABLE headers RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${EXE} --list failed (${rc})")
+endif()
+string(REPLACE "\n" ";" headers "${headers}")
+set(text "")
+foreach(header ${headers})
+  if(header)
+    string(APPEND text "add_test([=[header_examples.${header}]=] [==[${EXE}]==] [=[${header}]=])\n")
+    string(APPEND text "set_tests_properties([=[header_examples.${header}]=] PROPERTIES TIMEOUT 120 WORKING_DIRECTORY [==[${WORKDIR}]==])\n")
+  endif()
+endforeach()
+file(MAKE_DIRECTORY ${WORKDIR})
+file(WRITE ${OUT} "${text}")
