@@ -291,6 +291,15 @@ const Op<ViewScatterAttrs>& op_view_scatter() {
   return op;
 }
 
+// View ops have no kernel, so no KernelRegistrar defines them while the library loads, as it
+// does every other op; without this they would enter the registry on first call, and all_ops()
+// would depend on what ran before.
+namespace {
+[[maybe_unused]] const bool g_view_ops_registered =
+    (op_view(), op_permute(), op_slice(), op_select(), op_expand(), op_as_strided(),
+     op_view_scatter(), true);
+}  // namespace
+
 // ---- public functions ----------------------------------------------------------------------
 
 Tensor view(const Tensor& x, const Shape& shape) {
