@@ -1,9 +1,11 @@
 #include "athanor/autograd/engine.h"
 
 #include <atomic>
+#include <functional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "athanor/ops/accumulate_grad.h"
 #include "athanor/ops/creation.h"
@@ -16,6 +18,31 @@ namespace ath {
 namespace {
 
 std::atomic<bool> g_anomaly{false};
+
+// The callbacks queued during the backward pass running on this thread (null outside one). A
+// hook may start a backward pass of its own: each pass keeps its own list.
+thread_local std::vector<std::function<void()>>* t_queued_callbacks = nullptr;
+
+class QueuedCallbacksScope {
+ public:
+  QueuedCallbacksScope() : previous_(std::exchange(t_queued_callbacks, &callbacks_)) {}
+  ~QueuedCallbacksScope() { t_queued_callbacks = previous_; }
+  QueuedCallbacksScope(const QueuedCallbacksScope&) = delete;
+  QueuedCallbacksScope& operator=(const QueuedCallbacksScope&) = delete;
+
+  // In queue order; a callback may queue more, which run in the same loop.
+  void run_all() {
+    for (std::size_t i = 0; i < callbacks_.size(); ++i) {
+      std::function<void()> callback = std::move(callbacks_[i]);
+      callback();
+    }
+    callbacks_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
 
 struct NodeOrder {  // later-created nodes first: they consume earlier nodes' outputs
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
@@ -87,6 +114,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
   }
 
   std::vector<Tensor> captured(captures.size());
+  QueuedCallbacksScope queued_callbacks;
 
   // 3. Run nodes whose inputs are complete, latest first.
   std::priority_queue<Node*, std::vector<Node*>, NodeOrder> ready;
@@ -137,6 +165,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       if (--deps[e.node.get()] == 0 && queued.insert(e.node.get()).second) ready.push(e.node.get());
     }
   }
+  queued_callbacks.run_all();
   return captured;
 }
 
@@ -164,6 +193,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Ten
               i);
   }
   return out;
+}
+
+void queue_callback(std::function<void()> callback) {
+  ATH_CHECK(t_queued_callbacks != nullptr, AutogradError,
+            "queue_callback: no backward pass is running on this thread (call it from a hook)");
+  t_queued_callbacks->push_back(std::move(callback));
 }
 
 bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }

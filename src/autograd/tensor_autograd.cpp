@@ -95,10 +95,23 @@ int64_t Tensor::register_hook(GradHook hook) const {
   return id;
 }
 
+int64_t Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+  AutogradMeta& m = autograd_meta(*this);
+  ATH_CHECK(m.requires_grad, AutogradError,
+            "cannot register a post-accumulate-grad hook on a tensor that doesn't require "
+            "gradient");
+  ATH_CHECK(!m.grad_fn, AutogradError,
+            "post-accumulate-grad hooks cannot be registered on non-leaf tensors");
+  int64_t id = next_hook_id();
+  m.post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
 void Tensor::remove_hook(int64_t handle) const {
   AutogradMeta* m = autograd_meta_if(*this);
   if (m == nullptr) return;
   std::erase_if(m->hooks, [handle](const auto& h) { return h.first == handle; });
+  std::erase_if(m->post_accumulate_hooks, [handle](const auto& h) { return h.first == handle; });
   if (m->grad_fn) {
     std::erase_if(m->grad_fn->pre_hooks,
                   [handle](const auto& h) { return h.second.first == handle; });

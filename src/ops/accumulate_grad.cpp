@@ -30,7 +30,12 @@ GradList AccumulateGrad::apply(GradList&& grads) {
     m.grad = add(Tensor(m.grad), g).impl_ptr();
   } else {
     Tensor acc(m.grad);
-    acc.add_(g);
+    acc.add_(g);  // in place: the buffer a data-parallel bucket may alias stays where it is
+  }
+  if (!m.post_accumulate_hooks.empty()) {
+    // A copy: a hook may remove itself (or others) while they run.
+    auto hooks = m.post_accumulate_hooks;
+    for (auto& [id, hook] : hooks) hook(leaf);
   }
   return {};
 }

@@ -8,11 +8,14 @@
 //   assert(all(eq(g[0], w.grad())).item<bool>());   // both 2 * w
 //
 // Nodes run once all their consumers have delivered gradients, latest-created first, on the
-// calling thread. Tensor hooks run when their tensor's gradient is complete; leaf hooks run
-// before accumulation, so a data-parallel wrapper can start all-reducing a gradient as soon as
-// it is ready.
+// calling thread. Tensor hooks run when their tensor's gradient is complete (leaf hooks before
+// accumulation, and may replace it); post-accumulate hooks run once a leaf's grad() holds it, so
+// a data-parallel wrapper can start all-reducing a gradient as soon as it is ready, and a
+// callback queued with queue_callback runs when the whole pass is done. A leaf's grad() is one
+// buffer: later passes accumulate into it in place until zero_grad() sets it to none.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "athanor/tensor/tensor.h"
@@ -34,6 +37,13 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
 std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_roots = {}, BackwardOptions options = {},
                          bool allow_unused = false);
+
+// Queues `callback` to run on this thread once the backward pass now running has run all its
+// nodes (every gradient accumulated), before backward()/grad() returns; callbacks run in queue
+// order and may queue more. PyTorch's `Variable._execution_engine.queue_callback`: a hook uses it
+// to wait for the whole pass (a data-parallel wrapper flushing its last gradient bucket).
+// Throws AutogradError outside a backward pass.
+void queue_callback(std::function<void()> callback);
 
 // Anomaly mode: every gradient a node produces is checked for NaN/Inf; the error names the op.
 class AnomalyMode {

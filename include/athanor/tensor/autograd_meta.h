@@ -59,7 +59,8 @@ struct AutogradMeta {
   uint32_t output_nr = 0;                // which output of grad_fn this tensor is
   std::shared_ptr<TensorImpl> grad;      // accumulated gradient (leaves, retained non-leaves)
   std::weak_ptr<Node> grad_accumulator;  // leaves: the node that accumulates into `grad`
-  std::vector<std::pair<int64_t, GradHook>> hooks;  // leaves' hooks
+  std::vector<std::pair<int64_t, GradHook>> hooks;                                // leaves' hooks
+  std::vector<std::pair<int64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // leaves'
 };
 
 // The autograd meta of t, created on first use.

@@ -49,6 +49,8 @@ struct TensorImpl {
 };
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns a replacement grad or {}
+// Called with the parameter itself once its gradient has been accumulated into grad().
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 class Tensor {
  public:
@@ -111,6 +113,10 @@ class Tensor {
   // Registers a hook called with this tensor's gradient when it is computed; returning a defined
   // tensor replaces the gradient. Returns a handle for remove_hook.
   int64_t register_hook(GradHook hook) const;
+  // Registers a hook on a leaf called with the leaf once backward has accumulated into its
+  // grad() (PyTorch's register_post_accumulate_grad_hook): where a data-parallel wrapper starts
+  // reducing a gradient, or an optimizer steps per parameter. Removed with remove_hook.
+  int64_t register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const;
   void remove_hook(int64_t handle) const;
   void backward(const Tensor& gradient = {}, bool retain_graph = false,
                 bool create_graph = false) const;
