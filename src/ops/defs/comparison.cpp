@@ -1,4 +1,8 @@
 // Comparisons, logical ops and isnan/isinf/isfinite: bool results, no gradient.
+#include "athanor/ops/comparison.h"
+
+#include "athanor/ops/pointwise.h"
+#include "athanor/ops/reduction.h"
 #include "pointwise_defs.h"
 
 namespace ath {
@@ -72,5 +76,26 @@ Tensor logical_not(const Tensor& a) { return call1(op_logical_not(), {a}); }
 Tensor isnan(const Tensor& x) { return call1(op_isnan(), {x}); }
 Tensor isinf(const Tensor& x) { return call1(op_isinf(), {x}); }
 Tensor isfinite(const Tensor& x) { return call1(op_isfinite(), {x}); }
+
+// Composites of the ops above, PyTorch's formula: equal values (infinities included) are close;
+// otherwise the error must be finite and within atol + rtol * |b|.
+Tensor isclose(const Tensor& a, const Tensor& b, CloseOptions options) {
+  ATH_CHECK(options.rtol >= 0, ValueError, "isclose: rtol must be >= 0, got {}", options.rtol);
+  ATH_CHECK(options.atol >= 0, ValueError, "isclose: atol must be >= 0, got {}", options.atol);
+  Tensor a64 = a.to(kFloat64), b64 = b.to(kFloat64);
+  Tensor close = eq(a64, b64);
+  if (options.equal_nan) close = logical_or(close, logical_and(isnan(a64), isnan(b64)));
+  Tensor error = abs(a64 - b64);
+  Tensor allowed = abs(b64) * options.rtol + options.atol;
+  return logical_or(close, logical_and(isfinite(error), le(error, allowed)));
+}
+
+bool allclose(const Tensor& a, const Tensor& b, CloseOptions options) {
+  return all(isclose(a, b, options)).item<bool>();
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && all(eq(a, b)).item<bool>();
+}
 
 }  // namespace ath
