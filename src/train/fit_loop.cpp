@@ -3,12 +3,11 @@
 // Lightning 2.x's order (docs/trainer.md lists it).
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 #include <utility>
 
-#include "athanor/autograd/engine.h"
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
+#include "step_runner.h"
 #include "trainer_hooks.h"
 
 namespace ath::train {
@@ -214,7 +213,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
   log_scope_ = LogScope::TrainStep;
   ATH_TRAINER_HOOK(on_train_batch_start, batch, batch_idx);
   Tensor loss = run_module_step("training_step", batch_idx, train_.get(),
-                                [&] { return module_->training_step(batch, batch_idx); });
+                                [&] { return step_runner_->training_step(batch, batch_idx); });
 
   if (module_->automatic_optimization() && loss.defined()) {
     ATH_CHECK(loss.numel() == 1, ShapeError,
@@ -229,32 +228,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
                 "epoch {}, batch {}",
                 v, epoch_, batch_idx);
     }
-    if (accumulated_ == 0) {
-      ATH_TRAINER_HOOK(on_before_zero_grad, *optimizer_);
-      optimizer_->zero_grad();
-    }
-    Tensor scaled = accumulate_ > 1 ? loss / static_cast<double>(accumulate_) : loss;
-    ATH_TRAINER_HOOK(on_before_backward, scaled);
-    try {
-      if (options_.detect_anomaly) {
-        DetectAnomalyGuard anomaly;
-        backward({scaled});
-      } else {
-        backward({scaled});
-      }
-    } catch (AutogradError& e) {
-      // The usual cause is a backward() inside training_step: the autograd message's remedy
-      // (retain_graph) would be the wrong one here.
-      if (std::string_view(e.what()).find("a second time") != std::string_view::npos) {
-        e.prepend(
-            "Trainer: the loss training_step returned was already backpropagated. Under automatic "
-            "optimization the Trainer runs backward itself: remove the backward() call from "
-            "training_step (or call set_automatic_optimization(false) and use manual_backward). "
-            "Autograd said: ");
-      }
-      throw;
-    }
-    ATH_TRAINER_HOOK(on_after_backward);
+    step_runner_->backward(loss, accumulated_, accumulate_);
     ++accumulated_;
     if (accumulated_ >= accumulate_ || is_last_batch_) {
       optimizer_step();
@@ -273,10 +247,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
 }
 
 void Trainer::optimizer_step() {
-  ATH_TRAINER_HOOK(on_before_optimizer_step, *optimizer_);
-  module_->configure_gradient_clipping(*optimizer_, options_.gradient_clip_val,
-                                       options_.gradient_clip_algorithm);
-  optimizer_->step();
+  step_runner_->optimizer_step();
   ++global_step_;
   // Step-interval schedulers step right after the optimizer (Lightning: after
   // on_train_batch_end), so a checkpoint taken in on_train_batch_end holds the stepped state.

@@ -12,6 +12,7 @@
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/callbacks/model_summary.h"
 #include "athanor/train/default_loggers.h"
+#include "step_runner.h"
 #include "trainer_hooks.h"
 
 namespace ath::train {
@@ -100,6 +101,9 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   callbacks_ = options_.callbacks;
   loggers_ = options_.loggers;
   accumulate_ = options_.accumulate_grad_batches;
+  precision_ =
+      options_.precision_plugin ? options_.precision_plugin : std::make_shared<Float32Precision>();
+  strategy_ = options_.strategy ? options_.strategy : std::make_shared<SingleDeviceStrategy>();
 }
 
 Trainer::~Trainer() = default;
@@ -145,7 +149,9 @@ std::string Trainer::log_dir() const {
 void Trainer::configure_defaults() {
   if (configured_) return;
   configured_ = true;
-  if (options_.logger && loggers_.empty()) {
+  if (!is_global_zero()) {
+    loggers_.clear();  // logs are rank 0's to write (Lightning's rank_zero_only)
+  } else if (options_.logger && loggers_.empty()) {
     loggers_ = make_default_loggers(options_.default_root_dir);
   }
   auto has = [&](auto* probe) {
@@ -158,7 +164,7 @@ void Trainer::configure_defaults() {
   if (options_.enable_model_summary && !has(static_cast<ModelSummary*>(nullptr))) {
     callbacks_.insert(callbacks_.begin(), std::make_shared<ModelSummary>());
   }
-  add_default_progress_bar(*this, callbacks_);
+  if (is_global_zero()) add_default_progress_bar(*this, callbacks_);
   if (options_.enable_checkpointing && !has(static_cast<ModelCheckpoint*>(nullptr))) {
     callbacks_.push_back(std::make_shared<ModelCheckpoint>());
   }
@@ -290,6 +296,18 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
     ATH_CHECK(cfg.optimizer != nullptr, ValueError,
               "Trainer::fit: configure_optimizers returned no optimizer");
     optimizer_ = cfg.optimizer;
+    strategy_->setup(module, *optimizer_);
+    step_runner_ = std::make_unique<StepRunner>(
+        *this, module,
+        StepHooks{
+            .on_before_zero_grad =
+                [this](optim::Optimizer& opt) { ATH_TRAINER_HOOK(on_before_zero_grad, opt); },
+            .on_before_backward =
+                [this](const Tensor& loss) { ATH_TRAINER_HOOK(on_before_backward, loss); },
+            .on_after_backward = [this] { ATH_TRAINER_HOOK(on_after_backward); },
+            .on_before_optimizer_step =
+                [this](optim::Optimizer& opt) { ATH_TRAINER_HOOK(on_before_optimizer_step, opt); },
+        });
     schedulers_.clear();
     if (cfg.lr_scheduler) schedulers_.push_back(*cfg.lr_scheduler);
     epoch_ = 0;

@@ -57,7 +57,10 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
     for (const auto& cb : callbacks_) cb->on_save_checkpoint(*this, *module_, meta);
     module_->on_save_checkpoint(meta);
   }
-  train::save_checkpoint(path, ck);
+  // Every rank builds the checkpoint (its hooks run everywhere, as Lightning's); rank 0 writes
+  // it, and no rank goes on before the file is complete.
+  if (is_global_zero()) train::save_checkpoint(path, ck);
+  strategy_->barrier("Trainer.save_checkpoint");
 }
 
 namespace {

@@ -40,6 +40,8 @@
 #include "athanor/train/data_module.h"
 #include "athanor/train/logged_metrics.h"
 #include "athanor/train/logger.h"
+#include "athanor/train/precision.h"
+#include "athanor/train/strategy.h"
 #include "athanor/train/training_module.h"
 
 namespace ath::train {
@@ -77,7 +79,13 @@ struct TrainerOptions {
   std::vector<std::shared_ptr<Logger>> loggers;
   bool detect_anomaly = false;  // NaN/Inf in a gradient or the loss stops with the op's name
   bool barebones = false;       // no progress bar, summary, loggers, checkpoints or log() cost
+  // Lightning's `precision` and `strategy`: null means Float32Precision ("32-true") and
+  // SingleDeviceStrategy (one process). See precision.h and strategy.h.
+  std::shared_ptr<PrecisionPlugin> precision_plugin;
+  std::shared_ptr<Strategy> strategy;
 };
+
+class StepRunner;
 
 enum class Stage { None, Fitting, SanityChecking, Validating, Testing, Predicting };
 
@@ -143,6 +151,10 @@ class Trainer {
 
   TrainingModule* module() const { return module_; }
   optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  PrecisionPlugin& precision() const { return *precision_; }
+  Strategy& strategy() const { return *strategy_; }
+  // Checkpoints, logs and the progress bar are written by global rank 0 only.
+  bool is_global_zero() const { return strategy_->is_global_zero(); }
   std::vector<LRSchedulerConfig>& lr_schedulers() { return schedulers_; }
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
   const std::vector<std::shared_ptr<Logger>>& loggers() const { return loggers_; }
@@ -196,6 +208,9 @@ class Trainer {
   TrainingModule* module_ = nullptr;
   DataModule* datamodule_ = nullptr;
   std::shared_ptr<optim::Optimizer> optimizer_;
+  std::shared_ptr<PrecisionPlugin> precision_;
+  std::shared_ptr<Strategy> strategy_;
+  std::unique_ptr<StepRunner> step_runner_;  // fit's steps, made once the optimizer exists
   std::vector<LRSchedulerConfig> schedulers_;
   LoggedMetrics metrics_;
   LogScope log_scope_ = LogScope::Other;

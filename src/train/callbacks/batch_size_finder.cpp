@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "athanor/autograd/engine.h"
+#include "../step_runner.h"
 #include "athanor/core/allocator.h"
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
@@ -34,7 +34,6 @@ void BatchSizeFinder::on_fit_start(Trainer& trainer, TrainingModule& module) {
 
 bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t size,
                                bool& whole_epoch, int64_t& largest_batch) {
-  optim::Optimizer& opt = *trainer.optimizer();
   Trial trial{.batch_size = size};
   reset_peak_memory_stats();
   try {
@@ -45,6 +44,9 @@ bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t
     int64_t epoch = 0;
     source->start_epoch(epoch);
     module.train();
+    StepRunner runner(trainer, module);  // fit's step, without fit's hooks
+    const int64_t accumulate = trainer.accumulate_grad_batches();
+    int64_t accumulated = 0;
     for (int64_t step = 0; step < options_.steps_per_trial; ++step) {
       std::optional<data::Batch> batch = source->next();
       if (!batch) {
@@ -54,11 +56,13 @@ bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t
                   "BatchSizeFinder: the source for batch size {} yields no batches", size);
       }
       largest_batch = std::max(largest_batch, batch->size());
-      opt.zero_grad();
-      Tensor loss = module.training_step(*batch, step);
+      Tensor loss = runner.training_step(*batch, step);
       if (!loss.defined()) continue;
-      backward({loss});
-      opt.step();
+      runner.backward(loss, accumulated++, accumulate);
+      if (accumulated == accumulate || step + 1 == options_.steps_per_trial) {
+        runner.optimizer_step();
+        accumulated = 0;
+      }
     }
     trial.ok = true;
   } catch (const std::exception& e) {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "athanor/autograd/engine.h"
+#include "../step_runner.h"
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
 #include "training_snapshot.h"
@@ -80,6 +80,7 @@ void LearningRateFinder::lr_find(Trainer& trainer, TrainingModule& module) {
 
 void LearningRateFinder::search(Trainer& trainer, TrainingModule& module) {
   optim::Optimizer& opt = *trainer.optimizer();
+  StepRunner runner(trainer, module);  // fit's step, without fit's hooks
   data::BatchSource& source = *trainer.train_source();
   const auto& o = options_;
   const int64_t accumulate = trainer.accumulate_grad_batches();
@@ -108,21 +109,18 @@ void LearningRateFinder::search(Trainer& trainer, TrainingModule& module) {
     const double lr = o.mode == "exponential" ? o.min_lr * std::pow(o.max_lr / o.min_lr, r)
                                               : o.min_lr + r * (o.max_lr - o.min_lr);
     for (std::size_t g = 0; g < opt.num_param_groups(); ++g) opt.set_lr(g, lr);
-    opt.zero_grad();
     double loss_sum = 0.0;
     int64_t counted = 0;
     for (int64_t a = 0; a < accumulate; ++a) {
       const data::Batch batch = next_batch();
-      Tensor loss = module.training_step(batch, batch_idx++);
+      Tensor loss = runner.training_step(batch, batch_idx++);
       if (!loss.defined()) continue;  // a skipped batch, as in the Trainer
-      backward({accumulate > 1 ? loss / static_cast<double>(accumulate) : loss});
+      runner.backward(loss, counted, accumulate);
       loss_sum += loss.item<double>();
       ++counted;
     }
     if (counted == 0) continue;
-    module.configure_gradient_clipping(opt, trainer.options().gradient_clip_val,
-                                       trainer.options().gradient_clip_algorithm);
-    opt.step();
+    runner.optimizer_step();
 
     // _LRCallback.on_train_batch_end, with its step counter (the global step after the
     // optimizer step, so the bias correction's exponent starts at 2).

@@ -15,6 +15,15 @@ namespace ath::train {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Every rank keeps the same top-k bookkeeping; only rank 0, which wrote the files, deletes them.
+void remove_on_rank_zero(const Trainer& trainer, const std::string& path) {
+  if (!trainer.is_global_zero()) return;
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+}  // namespace
+
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(std::move(options)) {
   ATH_CHECK(options_.mode == "min" || options_.mode == "max", ValueError,
             "ModelCheckpoint: mode must be 'min' or 'max', got '{}'", options_.mode);
@@ -150,7 +159,7 @@ void ModelCheckpoint::save(Trainer& trainer) {
     }
     score = it->second;
   }
-  fs::create_directories(dirpath_);
+  if (trainer.is_global_zero()) fs::create_directories(dirpath_);
   last_saved_step_ = trainer.global_step();
   const std::string name =
       format_filename(trainer.current_epoch(), trainer.global_step(), metrics) + ".ckpt";
@@ -162,8 +171,7 @@ void ModelCheckpoint::save(Trainer& trainer) {
       // kept (-1).
       trainer.save_checkpoint(path, options_.save_weights_only);
       if (options_.save_top_k == 1 && !latest_path_.empty() && latest_path_ != path) {
-        std::error_code ec;
-        fs::remove(latest_path_, ec);
+        remove_on_rank_zero(trainer, latest_path_);
         best_k_.erase(latest_path_);
       }
       latest_path_ = path;
@@ -179,8 +187,7 @@ void ModelCheckpoint::save(Trainer& trainer) {
       if (room || better(*score, best_k_[worst])) {
         trainer.save_checkpoint(path, options_.save_weights_only);
         if (!room && worst != path) {
-          std::error_code ec;
-          fs::remove(worst, ec);
+          remove_on_rank_zero(trainer, worst);
           best_k_.erase(worst);
         }
         best_k_[path] = *score;

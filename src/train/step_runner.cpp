@@ -1,0 +1,76 @@
+#include "step_runner.h"
+
+#include <string_view>
+
+#include "athanor/autograd/engine.h"
+#include "athanor/core/error.h"
+
+namespace ath::train {
+
+namespace {
+
+optim::Optimizer& configured_optimizer(const Trainer& trainer) {
+  ATH_CHECK(trainer.optimizer() != nullptr, ValueError,
+            "Trainer: no optimizer yet (training steps run inside fit, after "
+            "configure_optimizers)");
+  return *trainer.optimizer();
+}
+
+void run_backward(const Tensor& start) {
+  try {
+    backward({start});
+  } catch (AutogradError& e) {
+    // The usual cause is a backward() inside training_step: the autograd message's remedy
+    // (retain_graph) would be the wrong one here.
+    if (std::string_view(e.what()).find("a second time") != std::string_view::npos) {
+      e.prepend(
+          "Trainer: the loss training_step returned was already backpropagated. Under automatic "
+          "optimization the Trainer runs backward itself: remove the backward() call from "
+          "training_step (or call set_automatic_optimization(false) and use manual_backward). "
+          "Autograd said: ");
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+StepRunner::StepRunner(Trainer& trainer, TrainingModule& module, StepHooks hooks)
+    : trainer_(trainer),
+      module_(module),
+      optimizer_(configured_optimizer(trainer)),
+      hooks_(std::move(hooks)) {}
+
+Tensor StepRunner::training_step(const data::Batch& batch, int64_t batch_idx) {
+  return trainer_.precision().forward([&] { return module_.training_step(batch, batch_idx); });
+}
+
+void StepRunner::backward(const Tensor& loss, int64_t position, int64_t accumulate) {
+  if (position == 0) {
+    if (hooks_.on_before_zero_grad) hooks_.on_before_zero_grad(optimizer_);
+    optimizer_.zero_grad();
+  }
+  Tensor scaled = accumulate > 1 ? loss / static_cast<double>(accumulate) : loss;
+  scaled = trainer_.precision().scale_loss(scaled);
+  if (hooks_.on_before_backward) hooks_.on_before_backward(scaled);
+  if (trainer_.options().detect_anomaly) {
+    DetectAnomalyGuard anomaly;
+    run_backward(scaled);
+  } else {
+    run_backward(scaled);
+  }
+  if (hooks_.on_after_backward) hooks_.on_after_backward();
+}
+
+void StepRunner::optimizer_step() {
+  trainer_.strategy().reduce_gradients(optimizer_);
+  const TrainerOptions& o = trainer_.options();
+  // As Lightning: the hook and the clipping see the gradients the optimizer will use (reduced
+  // across ranks, unscaled by the precision plugin).
+  trainer_.precision().optimizer_step(optimizer_, [&] {
+    if (hooks_.on_before_optimizer_step) hooks_.on_before_optimizer_step(optimizer_);
+    module_.configure_gradient_clipping(optimizer_, o.gradient_clip_val, o.gradient_clip_algorithm);
+  });
+}
+
+}  // namespace ath::train
