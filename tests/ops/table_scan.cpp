@@ -163,6 +163,17 @@ ATH_OP_ROWS(scan) {
           })
           .ref([](const Tensors& x) { return cumprod_grad_ref(x[0], x[1], false, true); })
           .no_gradcheck(),
+      // cumprod_backward's own gradient: zeros for a zero gradient, not implemented otherwise.
+      Row("cumprod_double_backward", "zero_gradient")
+          .inputs({In::fixed({2, 3}, {0, 0, 0, 0, 0, 0}).strided()})
+          .call([](const Tensors& x) { return call1(op_cumprod_double_backward(), {x[0]}); })
+          .ref([](const Tensors& x) { return zeros_like(x[0]); })
+          .exact()
+          .no_gradcheck()
+          .bad("a nonzero gradient",
+               [] {
+                 call1(op_cumprod_double_backward(), {from_vector<double>({0, 1e-300})});
+               }),
   };
 }
 

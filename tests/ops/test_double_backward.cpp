@@ -76,5 +76,35 @@ TEST(DoubleBackward, Pooling) {
       {f64({1, 2, 5, 6}, 17)}, f64({1, 2, 3, 3}, 18));
 }
 
+// prod and cumprod choose their gradient formula per group from the data inside the graph (no
+// host read): second derivatives work wherever the input has no zero, including groups of a
+// tensor that has zeros elsewhere; a second derivative that needs a zero group is refused.
+TEST(DoubleBackward, ProdAndCumprodWithoutZeros) {
+  check_second_order([](const auto& x) { return cumprod(sq(x[0]), 1); }, {f64({3, 4}, 19)},
+                     f64({3, 4}, 20));
+  check_second_order([](const auto& x) { return prod(sq(x[0]), {1}); }, {f64({3, 4}, 21)},
+                     f64({3}, 22));
+  check_second_order([](const auto& x) { return prod(x[0]); }, {f64({2, 3}, 23)}, f64({}, 24));
+}
+
+TEST(DoubleBackward, CumprodWithZerosOnlyWhereItIsNotNeeded) {
+  // Row 1 has a zero. Its rows' first-order gradients are exact; the second derivative of row 0
+  // alone is available, and asking for row 1's is NotImplementedError.
+  Tensor x = from_vector<double>({0.5, 2.0, -1.5, 3.0, 0.0, 1.25}, {2, 3}).requires_grad_();
+  Tensor g = grad({cumprod(x, 1).sum()}, {x}, {}, {.create_graph = true})[0];
+  std::vector<double> expect = {1 + 2 - 1.5 * 2, 0.5 + 0.5 * -1.5, 0.5 * 2,  // row 0
+                                1 + 0 + 0,       3 + 3 * 1.25,     0};       // row 1: exact
+  std::vector<double> got = g.to_vector<double>();
+  for (std::size_t i = 0; i < expect.size(); ++i) EXPECT_DOUBLE_EQ(got[i], expect[i]) << i;
+  std::vector<Tensor> row0 =
+      grad({g.select(0, 0).sum()}, {x}, {}, {.retain_graph = true}, /*allow_unused=*/true);
+  // G = sum of row 0's gradient = 1 + b + bc + a + ac + ab for row 0 = (a, b, c): dG/dx is
+  // (1 + b + c, 1 + a + c, a + b) there, and zero on row 1.
+  std::vector<double> expect2 = {1 + 2.0 - 1.5, 1 + 0.5 - 1.5, 0.5 + 2.0, 0, 0, 0};
+  std::vector<double> got2 = row0[0].to_vector<double>();
+  for (std::size_t i = 0; i < expect2.size(); ++i) EXPECT_DOUBLE_EQ(got2[i], expect2[i]) << i;
+  EXPECT_THROW(grad({g.select(0, 1).sum()}, {x}), NotImplementedError);
+}
+
 }  // namespace
 }  // namespace ath

@@ -134,8 +134,10 @@ const Op<ReduceAttrs>& op_any();
 const Op<ScanAttrs>& op_cumsum();
 const Op<ScanAttrs>& op_cumprod();
 // cumprod_backward(grad, x) = the gradient of cumprod w.r.t. x, exact with zeros in x (no
-// division). Its own gradient (double backward with zeros) throws NotImplementedError.
+// division). Its own gradient is cumprod_double_backward(gg): zeros where gg is zero, and
+// NotImplementedError (double backward with zeros) wherever it is not.
 const Op<ScanAttrs>& op_cumprod_backward();
+const Op<NoAttrs>& op_cumprod_double_backward();
 
 // Scan with the internal options (see ScanAttrs).
 Tensor cumsum(const Tensor& x, const ScanAttrs& attrs);

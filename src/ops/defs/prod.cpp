@@ -1,7 +1,9 @@
 // prod: definition and backward formula (exact with zeros in the input).
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
+#include "athanor/ops/indexing.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/views.h"
 #include "reduce_common.h"
@@ -55,16 +57,19 @@ const Op<ReduceAttrs>& op_prod() {
           },
       .backward =
           [](BackwardContext& ctx, const ReduceAttrs& a) {
+            // Both formulas, chosen per reduced group with no read of the data on the host (a
+            // replayed graph must not branch on values): g*y/x where the group has no zero
+            // (PyTorch's), the product of the others where it has one. The division sees 1 for
+            // x in groups it does not serve, so it never makes 0/0, nor does its gradient.
             const Tensor& x = ctx.input(0);
             Tensor g = keepdim_view(ctx.grad_output(0), x.shape(), a.dims, a.keepdim);
-            if (all(x).item<bool>()) {  // no zeros: the cheap formula, as PyTorch
-              Tensor y = keepdim_view(
-                  detail::output_for_backward(ctx, 0, [&] { return call1(op_prod(), {x}, a); }),
-                  x.shape(), a.dims, a.keepdim);
-              ctx.set_grad_input(0, div(mul(g, y), x));
-            } else {
-              ctx.set_grad_input(0, mul(g, product_of_others(x, a.dims)));
-            }
+            Tensor y = keepdim_view(
+                detail::output_for_backward(ctx, 0, [&] { return call1(op_prod(), {x}, a); }),
+                x.shape(), a.dims, a.keepdim);
+            Tensor zero_group = logical_not(all(x, a.dims, /*keepdim=*/true));
+            Tensor divided = div(mul(g, y), where(zero_group, 1.0, x));
+            Tensor exact = mul(g, product_of_others(x, a.dims));
+            ctx.set_grad_input(0, where(zero_group, exact, divided));
           },
   });
   return op;

@@ -1,5 +1,8 @@
-// cumsum, cumprod and cumprod_backward: definitions and backward formulas.
+// cumsum, cumprod, cumprod_backward and cumprod_double_backward: definitions and backward
+// formulas.
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/dispatch.h"
+#include "athanor/ops/indexing.h"
 #include "athanor/ops/pointwise.h"
 #include "reduce_common.h"
 
@@ -44,15 +47,19 @@ const Op<ScanAttrs>& op_cumprod() {
       .infer = scan_spec,
       .backward =
           [](BackwardContext& ctx, const ScanAttrs& a) {
+            // Both formulas, chosen per scanned line with no read of the data on the host (a
+            // replayed graph must not branch on values): where the line has no zero, the later
+            // terms g*y summed and divided by x (PyTorch's); where it has one, cumprod_backward
+            // (exact, no division). The division sees 1 for x on lines it does not serve, so
+            // neither its values nor its own gradient is ever 0/0.
             const Tensor& x = ctx.input(0);
             const Tensor& g = ctx.grad_output(0);
-            if (all(x).item<bool>()) {  // no zeros: sum the later terms g*y, divide by x
-              Tensor y = detail::output_for_backward(ctx, 0, [&] { return cumprod(x, a); });
-              ctx.set_grad_input(0, div(cumsum(mul(g, y), adjoint(a)), x));
-            } else {
-              Tensor in[2] = {g, x};
-              ctx.set_grad_input(0, call1(op_cumprod_backward(), TensorSpan(in), a));
-            }
+            Tensor y = detail::output_for_backward(ctx, 0, [&] { return cumprod(x, a); });
+            Tensor zero_line = logical_not(all(x, {a.dim}, /*keepdim=*/true));
+            Tensor divided = div(cumsum(mul(g, y), adjoint(a)), where(zero_line, 1.0, x));
+            Tensor in[2] = {g, x};
+            Tensor exact = call1(op_cumprod_backward(), TensorSpan(in), a);
+            ctx.set_grad_input(0, where(zero_line, exact, divided));
           },
   });
   return op;
@@ -73,11 +80,29 @@ const Op<ScanAttrs>& op_cumprod_backward() {
             return OutputSpec{{{in[1].shape(), t}}, t};
           },
       .backward =
-          [](BackwardContext&, const ScanAttrs&) {
-            ATH_THROW(NotImplementedError,
-                      "double backward of cumprod (or prod) with zeros in the input is not "
-                      "implemented");
+          [](BackwardContext& ctx, const ScanAttrs&) {
+            // cumprod's backward keeps this op's result only on lines with a zero, so the
+            // gradient arriving here is zero elsewhere; the kernel checks that on the data.
+            Tensor zeros_or_throw = call1(op_cumprod_double_backward(), {ctx.grad_output(0)});
+            ctx.set_grad_input(0, zeros_or_throw);
+            ctx.set_grad_input(1, zeros_or_throw);
           },
+  });
+  return op;
+}
+
+const Op<NoAttrs>& op_cumprod_double_backward() {
+  static const auto& op = define_op<NoAttrs>({
+      .name = "cumprod_double_backward",
+      .kind = OpKind::Opaque,
+      .num_inputs = 1,
+      .infer =
+          [](TensorSpan in, const NoAttrs&) {
+            detail::check_floating(in[0].dtype(), "cumprod_double_backward");
+            return OutputSpec{{{in[0].shape(), in[0].dtype()}}, in[0].dtype()};
+          },
+      .not_differentiable = "the second derivative of cumprod where the input has zeros, which "
+                            "it only checks is not needed",
   });
   return op;
 }

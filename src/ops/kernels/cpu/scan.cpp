@@ -1,10 +1,12 @@
-// CPU kernels for cumsum, cumprod and cumprod_backward.
+// CPU kernels for cumsum, cumprod, cumprod_backward and cumprod_double_backward.
 //
 // Memory contract: x (and grad) are made contiguous (a copy when they are not) and viewed as
 // [A, N, B] with N the scanned dim; each element is read once (cumprod_backward: twice) and each
 // output element written once. Accumulators are double for float32/float64 (as PyTorch's CPU
 // cumsum), float for the 16-bit floats, int64 for integers. Every (a, b) column is scanned
 // sequentially by one thread, so results do not depend on the thread count.
+// cumprod_double_backward reads its input once and writes zeros.
+#include <algorithm>
 #include <memory>
 
 #include "athanor/ops/reduction.h"
@@ -142,11 +144,27 @@ void cumprod_backward_kernel(TensorSpan in, std::span<Tensor> out, const ScanAtt
   });
 }
 
+// Zeros shaped like gg, or NotImplementedError if any element of gg is nonzero (see
+// op_cumprod_double_backward). Reads gg once, strided.
+template <class T>
+void cumprod_double_backward_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
+  Tensor gg = contiguous_input(in[0]);
+  const T* p = static_cast<const T*>(gg.data_ptr());
+  for (int64_t i = 0; i < gg.numel(); ++i) {
+    ATH_CHECK(static_cast<double>(load(p + i)) == 0.0, NotImplementedError,
+              "double backward of cumprod (or prod) with zeros in the input is not implemented");
+  }
+  T* po = static_cast<T*>(out[0].data_ptr());
+  std::fill(po, po + out[0].numel(), T(0));
+}
+
 const bool registered = [] {
   register_cpu_numeric(op_cumsum(), []<class T>() { return &scan_kernel<T, false>; });
   register_cpu_numeric(op_cumprod(), []<class T>() { return &scan_kernel<T, true>; });
   register_cpu_floating(op_cumprod_backward(),
                         []<class T>() { return &cumprod_backward_kernel<T>; });
+  register_cpu_floating(op_cumprod_double_backward(),
+                        []<class T>() { return &cumprod_double_backward_kernel<T>; });
   return true;
 }();
 
