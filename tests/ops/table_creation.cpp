@@ -76,6 +76,17 @@ ATH_OP_ROWS(creation) {
           .exact(),
 
       // ---- random ----
+      // The draw every random op starts with: [seed, first counter], counters reserved now.
+      Row("philox_seed_offset")
+          .call([](const Tensors&) {
+            Generator g(kSeed);
+            philox_seed_offset(10, &g);  // 10 words: counters 0, 1, 2
+            return philox_seed_offset(1, &g);
+          })
+          .ref([](const Tensors&) {
+            return from_vector<double>({double(kSeed), 3});
+          })
+          .exact(),
       Row("rand", "float32")
           .call([](const Tensors&) {
             Generator g(kSeed);

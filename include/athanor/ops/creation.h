@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "athanor/core/rng.h"
@@ -73,10 +74,15 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype,
 // Same, but copies the data into athanor-owned memory.
 Tensor from_blob_copy(const void* data, const Shape& shape, DType dtype);
 
-// ---- factory ops (no tensor inputs; the shape comes from the attributes) ---------------------
-// Registered so a tracer records them. The random ops read and advance their generator when
-// their kernel runs: a replayed graph draws fresh numbers, and a graph optimizer must never
-// merge (CSE) or constant-fold two of them.
+// ---- factory ops (the shape comes from the attributes) -----------------------------------------
+// Registered so a tracer records them. Random numbers follow one convention: the public
+// function first calls philox_seed_offset, the only op with state, which reserves the draw's
+// Philox counters from the generator and returns them as a tensor [seed, first counter]; the
+// random op (rand, randn, randint, bernoulli, dropout) takes that tensor as an input and is a
+// pure function of it. A replayed graph runs philox_seed_offset again, so it draws fresh
+// numbers each time, while the random ops themselves may be reordered, or re-run for a backward
+// pass, without changing a bit. A graph optimizer must never merge (CSE) or constant-fold
+// philox_seed_offset.
 
 struct ArangeAttrs {
   Scalar start = 0, step = 1;
@@ -92,30 +98,37 @@ struct EyeAttrs {
   int64_t n = 0, m = 0;
   DType dtype = kFloat32;
 };
-struct RandomAttrs {  // rand, randn
-  Shape shape;
-  DType dtype = kFloat32;
+struct PhiloxDrawAttrs {
+  uint64_t words = 0;              // 32-bit random words the draw consumes
   Generator* generator = nullptr;  // null: default_generator()
 };
-struct RandintAttrs {
+// Reserves ceil(words / 4) counters from the generator now; returns int64 [seed, first counter]
+// (the bits of the uint64 values) for a random op to draw from.
+Tensor philox_seed_offset(uint64_t words, Generator* generator = nullptr);
+// The seed and first counter a random op reads from that tensor (ValueError unless int64 [2]).
+std::pair<uint64_t, uint64_t> read_philox_seed_offset(const Tensor& seed_offset);
+
+// The random ops' inputs end with the [seed, first counter] tensor.
+struct RandomAttrs {  // rand, randn: (seed_offset)
+  Shape shape;
+  DType dtype = kFloat32;
+};
+struct RandintAttrs {  // (seed_offset)
   int64_t low = 0, high = 1;
   Shape shape;
   DType dtype = kInt64;
-  Generator* generator = nullptr;
 };
-struct BernoulliAttrs {  // bernoulli(p tensor)
-  Generator* generator = nullptr;
-};
-struct BernoulliScalarAttrs {
+struct BernoulliAttrs {};      // (p, seed_offset)
+struct BernoulliScalarAttrs {  // (seed_offset)
   Shape shape;
   double p = 0.5;
   DType dtype = kFloat32;
-  Generator* generator = nullptr;
 };
 
 const Op<ArangeAttrs>& op_arange();
 const Op<LinspaceAttrs>& op_linspace();
 const Op<EyeAttrs>& op_eye();
+const Op<PhiloxDrawAttrs>& op_philox_seed_offset();
 const Op<RandomAttrs>& op_rand();
 const Op<RandomAttrs>& op_randn();
 const Op<RandintAttrs>& op_randint();

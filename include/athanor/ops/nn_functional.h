@@ -125,9 +125,8 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
                Generator* generator = nullptr);
 
 // Outputs: y and the keep mask (bool).
-struct DropoutAttrs {
+struct DropoutAttrs {  // (x, seed_offset): see creation.h's random convention
   double p = 0.5;
-  uint64_t seed = 0, base = 0;  // Philox key and first counter of this draw
 };
 // dropout_backward(g, mask) = mask ? g * scale : 0.
 struct DropoutBackwardAttrs {

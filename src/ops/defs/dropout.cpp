@@ -1,6 +1,8 @@
-// dropout and dropout_backward: definitions and gradient formulas. The random draw happens in
-// the public function (counters reserved from the generator) so the op itself is a pure
-// function of (x, attrs): replaying it, or its gradient, gives the same mask.
+// dropout and dropout_backward: definitions and gradient formulas. The public function draws the
+// counters (philox_seed_offset, creation.h's random convention) and passes them as an input, so
+// the op is a pure function of (x, [seed, offset]): replaying it gives the same mask, and a
+// replayed graph, which draws again, a fresh one.
+#include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/ops/nn_functional.h"
 
@@ -14,10 +16,16 @@ const Op<DropoutAttrs>& op_dropout() {
   static const auto& op = define_op<DropoutAttrs>({
       .name = "dropout",
       .kind = OpKind::Opaque,
+      .num_inputs = 2,   // x, [seed, offset]
       .num_outputs = 2,  // y, keep mask (bool)
       .save_outputs = 0b10,
+      .promote_inputs = 0b01,  // the pair stays int64
       .infer =
           [](TensorSpan in, const DropoutAttrs& a) {
+            ATH_CHECK(in[1].dtype() == kInt64 && in[1].shape() == Shape{2}, ValueError,
+                      "expected the [seed, offset] input to be an int64 tensor of shape [2], "
+                      "got {} {}",
+                      dtype_name(in[1].dtype()), to_string(in[1].shape()));
             ATH_CHECK(a.p >= 0.0 && a.p <= 1.0, ValueError,
                       "dropout probability has to be between 0 and 1, but got {}", a.p);
             DType t = in[0].dtype();
@@ -71,12 +79,13 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
               "dropout probability has to be between 0 and 1, but got {}", p);
   });
   if (!training || p == 0.0) return x;
-  Generator& gen = generator != nullptr ? *generator : default_generator();
-  // One 32-bit word per element; the seed is read with the reservation's lock released, so a
-  // concurrent manual_seed may race with this draw as it would with any other.
-  const uint64_t seed = gen.seed();
-  const uint64_t base = gen.reserve(static_cast<uint64_t>(x.numel()));
-  return call1(op_dropout(), {x}, DropoutAttrs{.p = p, .seed = seed, .base = base});
+  with_op_context(op_dropout(), [&] {  // refuse before drawing: the generator stays as it was
+    ATH_CHECK(is_floating(x.dtype()), DTypeError, "expected a floating input, got {}",
+              dtype_name(x.dtype()));
+  });
+  // One 32-bit word per element.
+  Tensor seed_offset = philox_seed_offset(static_cast<uint64_t>(x.numel()), generator);
+  return call1(op_dropout(), {x, seed_offset}, DropoutAttrs{.p = p});
 }
 
 }  // namespace ath

@@ -1,6 +1,7 @@
-// Random factories: rand, randn, randint, bernoulli and the *_like forms. Each is an op whose
-// kernel reserves Philox counters from the generator when it runs (see creation.h), so element
-// i depends only on (seed, counter base, i): bitwise identical whatever the thread count.
+// Random factories: rand, randn, randint, bernoulli and the *_like forms, and
+// philox_seed_offset, the draw they all start with (creation.h's random convention). Element i
+// of a draw depends only on (seed, counter base, i): bitwise identical whatever the thread
+// count, and the same whenever the op runs again on the same [seed, counter base] input.
 #include <limits>
 
 #include "athanor/ops/creation.h"
@@ -23,6 +24,28 @@ OutputSpec floating_factory(const Shape& shape, DType dtype) {
   return OutputSpec{{{shape, dtype}}, dtype};
 }
 
+// The [seed, first counter] input every random op ends with.
+void check_seed_offset(const Tensor& t) {
+  ATH_CHECK(t.dtype() == kInt64 && t.shape() == Shape{2}, ValueError,
+            "expected the [seed, offset] input to be an int64 tensor of shape [2] (from "
+            "philox_seed_offset), got {} {}",
+            dtype_name(t.dtype()), to_string(t.shape()));
+}
+
+// Words of one uniform: as many random bits as the dtype's mantissa holds.
+uint64_t uniform_words(DType t) { return t == kFloat64 ? 2 : 1; }
+
+// Checks a factory call before drawing, so a refused call leaves the generator as it was.
+template <class A>
+void check_before_draw(const Op<A>& op, const A& attrs, TensorSpan data_inputs = {}) {
+  static const Tensor* placeholder = new Tensor(zeros({2}, kInt64));  // never freed: no exit race
+  with_op_context(op, [&] {
+    std::vector<Tensor> in(data_inputs.begin(), data_inputs.end());
+    in.push_back(*placeholder);
+    op.spec().infer(TensorSpan(in), attrs);
+  });
+}
+
 // [lowest, highest] of an integer dtype, as doubles (exact for the ranges checked).
 std::pair<double, double> integer_range(DType t) {
   switch (t) {
@@ -39,13 +62,31 @@ std::pair<double, double> integer_range(DType t) {
 
 }  // namespace
 
+const Op<PhiloxDrawAttrs>& op_philox_seed_offset() {
+  static const auto& op = define_op<PhiloxDrawAttrs>({
+      .name = "philox_seed_offset",
+      .kind = OpKind::Opaque,
+      .num_inputs = 0,
+      .infer =
+          [](TensorSpan, const PhiloxDrawAttrs&) {
+            return OutputSpec{{{Shape{2}, kInt64}}, kInt64};
+          },
+      .not_differentiable = "draws random counters: no tensor inputs",
+  });
+  return op;
+}
+
 const Op<RandomAttrs>& op_rand() {
   static const auto& op = define_op<RandomAttrs>({
       .name = "rand",
       .kind = OpKind::Opaque,
-      .num_inputs = 0,
-      .infer = [](TensorSpan, const RandomAttrs& a) { return floating_factory(a.shape, a.dtype); },
-      .not_differentiable = "a random factory: no tensor inputs",
+      .promote_inputs = 0,
+      .infer =
+          [](TensorSpan in, const RandomAttrs& a) {
+            check_seed_offset(in[0]);
+            return floating_factory(a.shape, a.dtype);
+          },
+      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
   });
   return op;
 }
@@ -54,9 +95,13 @@ const Op<RandomAttrs>& op_randn() {
   static const auto& op = define_op<RandomAttrs>({
       .name = "randn",
       .kind = OpKind::Opaque,
-      .num_inputs = 0,
-      .infer = [](TensorSpan, const RandomAttrs& a) { return floating_factory(a.shape, a.dtype); },
-      .not_differentiable = "a random factory: no tensor inputs",
+      .promote_inputs = 0,
+      .infer =
+          [](TensorSpan in, const RandomAttrs& a) {
+            check_seed_offset(in[0]);
+            return floating_factory(a.shape, a.dtype);
+          },
+      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
   });
   return op;
 }
@@ -65,9 +110,10 @@ const Op<RandintAttrs>& op_randint() {
   static const auto& op = define_op<RandintAttrs>({
       .name = "randint",
       .kind = OpKind::Opaque,
-      .num_inputs = 0,
+      .promote_inputs = 0,
       .infer =
-          [](TensorSpan, const RandintAttrs& a) {
+          [](TensorSpan in, const RandintAttrs& a) {
+            check_seed_offset(in[0]);
             check_sizes(a.shape);
             ATH_CHECK(a.low < a.high, ValueError, "low ({}) must be less than high ({})", a.low,
                       a.high);
@@ -78,7 +124,7 @@ const Op<RandintAttrs>& op_randint() {
             }
             return OutputSpec{{{a.shape, a.dtype}}, a.dtype};
           },
-      .not_differentiable = "a random factory: no tensor inputs",
+      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
   });
   return op;
 }
@@ -87,8 +133,11 @@ const Op<BernoulliAttrs>& op_bernoulli() {
   static const auto& op = define_op<BernoulliAttrs>({
       .name = "bernoulli",
       .kind = OpKind::Opaque,
+      .num_inputs = 2,
+      .promote_inputs = 0,  // p keeps its dtype (the output's); the pair stays int64
       .infer =
           [](TensorSpan in, const BernoulliAttrs&) {
+            check_seed_offset(in[1]);
             // p's values are checked against [0, 1] by the kernel, which reads them anyway.
             return floating_factory(in[0].shape(), in[0].dtype());
           },
@@ -101,51 +150,70 @@ const Op<BernoulliScalarAttrs>& op_bernoulli_scalar() {
   static const auto& op = define_op<BernoulliScalarAttrs>({
       .name = "bernoulli_scalar",
       .kind = OpKind::Opaque,
-      .num_inputs = 0,
+      .promote_inputs = 0,
       .infer =
-          [](TensorSpan, const BernoulliScalarAttrs& a) {
+          [](TensorSpan in, const BernoulliScalarAttrs& a) {
+            check_seed_offset(in[0]);
             check_sizes(a.shape);
             ATH_CHECK(a.p >= 0 && a.p <= 1, ValueError, "p must be in [0, 1], got {}", a.p);
             return OutputSpec{{{a.shape, a.dtype}}, a.dtype};
           },
-      .not_differentiable = "a random factory: no tensor inputs",
+      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
   });
   return op;
 }
 
+Tensor philox_seed_offset(uint64_t words, Generator* generator) {
+  return call1(op_philox_seed_offset(), TensorSpan(),
+               PhiloxDrawAttrs{.words = words, .generator = generator});
+}
+
+std::pair<uint64_t, uint64_t> read_philox_seed_offset(const Tensor& seed_offset) {
+  check_seed_offset(seed_offset);
+  const Tensor t = seed_offset.contiguous();
+  const int64_t* v = t.data<int64_t>();
+  return {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1])};
+}
+
+// Each public function checks its arguments, reserves exactly the words its kernel reads (the
+// stream of draws is the same as when kernels reserved for themselves), then calls the op.
 Tensor rand(const Shape& shape, RandomOptions options) {
-  return call1(op_rand(), TensorSpan(),
-               RandomAttrs{.shape = shape,
-                           .dtype = options.dtype.value_or(kFloat32),
-                           .generator = options.generator});
+  RandomAttrs a{.shape = shape, .dtype = options.dtype.value_or(kFloat32)};
+  check_before_draw(op_rand(), a);
+  Tensor so = philox_seed_offset(static_cast<uint64_t>(numel(shape)) * uniform_words(a.dtype),
+                                 options.generator);
+  return call1(op_rand(), {so}, a);
 }
 
 Tensor randn(const Shape& shape, RandomOptions options) {
-  return call1(op_randn(), TensorSpan(),
-               RandomAttrs{.shape = shape,
-                           .dtype = options.dtype.value_or(kFloat32),
-                           .generator = options.generator});
+  RandomAttrs a{.shape = shape, .dtype = options.dtype.value_or(kFloat32)};
+  check_before_draw(op_randn(), a);
+  Tensor so = philox_seed_offset(static_cast<uint64_t>(numel(shape)) * 2,  // Box-Muller
+                                 options.generator);
+  return call1(op_randn(), {so}, a);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, RandomOptions options) {
-  return call1(op_randint(), TensorSpan(),
-               RandintAttrs{.low = low,
-                            .high = high,
-                            .shape = shape,
-                            .dtype = options.dtype.value_or(kInt64),
-                            .generator = options.generator});
+  RandintAttrs a{.low = low, .high = high, .shape = shape, .dtype = options.dtype.value_or(kInt64)};
+  check_before_draw(op_randint(), a);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  const uint64_t words = range > (uint64_t{1} << 32) ? 2 : 1;
+  Tensor so = philox_seed_offset(static_cast<uint64_t>(numel(shape)) * words, options.generator);
+  return call1(op_randint(), {so}, a);
 }
 
 Tensor bernoulli(const Tensor& p, Generator* generator) {
-  return call1(op_bernoulli(), {p}, BernoulliAttrs{.generator = generator});
+  check_before_draw(op_bernoulli(), BernoulliAttrs{}, TensorSpan(&p, 1));
+  Tensor so =
+      philox_seed_offset(static_cast<uint64_t>(p.numel()) * uniform_words(p.dtype()), generator);
+  return call1(op_bernoulli(), {p, so}, BernoulliAttrs{});
 }
 
 Tensor bernoulli(const Shape& shape, double p, RandomOptions options) {
-  return call1(op_bernoulli_scalar(), TensorSpan(),
-               BernoulliScalarAttrs{.shape = shape,
-                                    .p = p,
-                                    .dtype = options.dtype.value_or(kFloat32),
-                                    .generator = options.generator});
+  BernoulliScalarAttrs a{.shape = shape, .p = p, .dtype = options.dtype.value_or(kFloat32)};
+  check_before_draw(op_bernoulli_scalar(), a);
+  Tensor so = philox_seed_offset(static_cast<uint64_t>(numel(shape)) * 2, options.generator);
+  return call1(op_bernoulli_scalar(), {so}, a);
 }
 
 Tensor rand_like(const Tensor& t, Generator* generator) {

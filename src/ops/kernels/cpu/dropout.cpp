@@ -1,11 +1,13 @@
 // CPU kernels for dropout and dropout_backward.
 //
 // Memory contract. dropout: reads x once, writes y and the bool keep mask once each. Element i
-// is kept when philox_uniform(seed, base, i) >= p; work is split into whole Philox blocks (4
-// elements each), so every element's draw is the same whatever the thread count.
-// dropout_backward: out = mask ? g * scale : 0, one read of g and mask per output element.
+// is kept when philox_uniform(seed, base, i) >= p, (seed, base) read from the op's second input;
+// work is split into whole Philox blocks (4 elements each), so every element's draw is the same
+// whatever the thread count. dropout_backward: out = mask ? g * scale : 0, one read of g and mask
+// per output element.
 #include "athanor/core/parallel.h"
 #include "athanor/core/rng.h"
+#include "athanor/ops/creation.h"
 #include "athanor/ops/nn_functional.h"
 #include "nn_common.h"
 #include "pointwise_loop.h"
@@ -22,11 +24,12 @@ void dropout_kernel(TensorSpan in, std::span<Tensor> out, const DropoutAttrs& a)
   const T* xp = static_cast<const T*>(x.data_ptr());
   T* yp = static_cast<T*>(out[0].data_ptr());
   bool* mp = out[1].data<bool>();
+  const auto [seed, base] = read_philox_seed_offset(in[1]);
   const C scale = a.p >= 1.0 ? C(0) : C(1.0 / (1.0 - a.p));
   const int64_t blocks = (n + 3) / 4;
   parallel_for(0, blocks, kPointwiseGrain / 4, [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) {
-      const std::array<uint32_t, 4> words = philox4x32(a.seed, a.base + static_cast<uint64_t>(blk));
+      const std::array<uint32_t, 4> words = philox4x32(seed, base + static_cast<uint64_t>(blk));
       for (int64_t k = 0; k < 4; ++k) {
         const int64_t i = blk * 4 + k;
         if (i >= n) break;

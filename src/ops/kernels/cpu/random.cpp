@@ -1,8 +1,10 @@
-// rand, randn, randint, bernoulli, bernoulli_scalar: Philox4x32 draws.
-// Memory contract: each kernel reserves ceil(words / 4) counters from its generator (the only
-// shared state it touches, under the generator's lock), then writes every output element once;
-// bernoulli also reads each p element once. Element i is a pure function of (seed, base, i), so
-// any split of [0, n) across threads gives the same bits.
+// philox_seed_offset and the draws that read it: rand, randn, randint, bernoulli,
+// bernoulli_scalar (Philox4x32).
+// Memory contract: philox_seed_offset reserves ceil(words / 4) counters from its generator (the
+// only shared state any of these touches, under the generator's lock) and writes [seed, base].
+// The draws read (seed, base) from their last input, write every output element once (bernoulli
+// also reads each p element once) and touch no other state: element i is a pure function of
+// (seed, base, i), so any split of [0, n) across threads, and any re-run, gives the same bits.
 #include <cmath>
 
 #include "athanor/core/parallel.h"
@@ -33,13 +35,23 @@ class Words {
   std::array<uint32_t, 4> words_{};
 };
 
-// Fills out[i] = f(words, i) for all i, after reserving `words_per_element` words each.
-template <class T, class F>
-void fill_random(Tensor& out, Generator* gen, int64_t words_per_element, F f) {
-  const int64_t n = out.numel();
-  Generator& g = gen != nullptr ? *gen : default_generator();
+void philox_seed_offset_kernel(TensorSpan, std::span<Tensor> out, const PhiloxDrawAttrs& a) {
+  Generator& g = a.generator != nullptr ? *a.generator : default_generator();
+  // The seed is read with the reservation's lock released, so a concurrent manual_seed may race
+  // with this draw as it would with any other.
   const uint64_t seed = g.seed();
-  const uint64_t base = g.reserve(static_cast<uint64_t>(n * words_per_element));
+  const uint64_t base = g.reserve(a.words);
+  int64_t* o = out[0].data<int64_t>();
+  o[0] = static_cast<int64_t>(seed);
+  o[1] = static_cast<int64_t>(base);
+}
+
+// Fills out[i] = f(words, i) for all i from the draw's [seed, base] input. (The public function
+// reserved the words each element uses: words(i) must stay below that.)
+template <class T, class F>
+void fill_random(Tensor& out, const Tensor& seed_offset, F f) {
+  const int64_t n = out.numel();
+  const auto [seed, base] = read_philox_seed_offset(seed_offset);
   T* op = static_cast<T*>(out.data_ptr());
   parallel_for(0, n, kRandomGrain, [&](int64_t b, int64_t e) {
     Words words(seed, base);
@@ -48,8 +60,6 @@ void fill_random(Tensor& out, Generator* gen, int64_t words_per_element, F f) {
 }
 
 // Uniform [0, 1) with as many random bits as T's mantissa holds, so rounding never yields 1.
-template <class T>
-constexpr int kUniformWords = std::is_same_v<T, double> ? 2 : 1;
 template <class T>
 T uniform(Words& w, uint64_t i) {
   if constexpr (std::is_same_v<T, double>) {
@@ -65,15 +75,14 @@ T uniform(Words& w, uint64_t i) {
 }
 
 template <class T>
-void rand_kernel(TensorSpan, std::span<Tensor> out, const RandomAttrs& a) {
-  fill_random<T>(out[0], a.generator, kUniformWords<T>,
-                 [](Words& w, uint64_t i) { return uniform<T>(w, i); });
+void rand_kernel(TensorSpan in, std::span<Tensor> out, const RandomAttrs&) {
+  fill_random<T>(out[0], in[0], [](Words& w, uint64_t i) { return uniform<T>(w, i); });
 }
 
 template <class T>
-void randn_kernel(TensorSpan, std::span<Tensor> out, const RandomAttrs& a) {
+void randn_kernel(TensorSpan in, std::span<Tensor> out, const RandomAttrs&) {
   // Box-Muller over two words per element; u1 in (0, 1] keeps the log finite.
-  fill_random<T>(out[0], a.generator, 2, [](Words& w, uint64_t i) {
+  fill_random<T>(out[0], in[0], [](Words& w, uint64_t i) {
     double u1 = 1.0 - static_cast<double>(w(2 * i)) * 0x1.0p-32;
     double u2 = static_cast<double>(w(2 * i + 1)) * 0x1.0p-32;
     double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
@@ -82,7 +91,7 @@ void randn_kernel(TensorSpan, std::span<Tensor> out, const RandomAttrs& a) {
 }
 
 template <class T>
-void randint_kernel(TensorSpan, std::span<Tensor> out, const RandintAttrs& a) {
+void randint_kernel(TensorSpan in, std::span<Tensor> out, const RandintAttrs& a) {
   const uint64_t range = static_cast<uint64_t>(a.high) - static_cast<uint64_t>(a.low);
   const bool wide = range > (uint64_t{1} << 32);
   const int64_t low = a.low;
@@ -93,30 +102,30 @@ void randint_kernel(TensorSpan, std::span<Tensor> out, const RandintAttrs& a) {
       return static_cast<T>(static_cast<compute_t<T>>(v));
     }
   };
-  fill_random<T>(out[0], a.generator, wide ? 2 : 1, [&](Words& w, uint64_t i) {
+  fill_random<T>(out[0], in[0], [&](Words& w, uint64_t i) {
     uint64_t r = wide ? ((static_cast<uint64_t>(w(2 * i)) << 32) | w(2 * i + 1)) : w(i);
     return value(static_cast<int64_t>(static_cast<uint64_t>(low) + r % range));
   });
 }
 
 template <class T>
-void bernoulli_kernel(TensorSpan in, std::span<Tensor> out, const BernoulliAttrs& a) {
+void bernoulli_kernel(TensorSpan in, std::span<Tensor> out, const BernoulliAttrs&) {
   const Tensor& p = in[0];
   // Read p row-major (any strides) and check it before drawing.
   std::vector<double> probs = p.to_vector<double>();
   for (double v : probs) {
     ATH_CHECK(v >= 0 && v <= 1, ValueError, "p must be in [0, 1], got {}", v);
   }
-  fill_random<T>(out[0], a.generator, kUniformWords<T>, [&](Words& w, uint64_t i) {
+  fill_random<T>(out[0], in[1], [&](Words& w, uint64_t i) {
     double u = static_cast<double>(static_cast<compute_t<T>>(uniform<T>(w, i)));
     return static_cast<T>(static_cast<compute_t<T>>(u < probs[i] ? 1 : 0));
   });
 }
 
 template <class T>
-void bernoulli_scalar_kernel(TensorSpan, std::span<Tensor> out, const BernoulliScalarAttrs& a) {
+void bernoulli_scalar_kernel(TensorSpan in, std::span<Tensor> out, const BernoulliScalarAttrs& a) {
   const double p = a.p;
-  fill_random<T>(out[0], a.generator, 2, [p](Words& w, uint64_t i) {
+  fill_random<T>(out[0], in[0], [p](Words& w, uint64_t i) {
     uint64_t bits = ((static_cast<uint64_t>(w(2 * i)) << 32) | w(2 * i + 1)) >> 11;
     bool one = static_cast<double>(bits) * 0x1.0p-53 < p;
     if constexpr (std::is_same_v<T, bool>) {
@@ -128,6 +137,8 @@ void bernoulli_scalar_kernel(TensorSpan, std::span<Tensor> out, const BernoulliS
 }
 
 const bool registered = [] {
+  register_cpu<int64_t>(op_philox_seed_offset(),
+                        []<class T>() { return &philox_seed_offset_kernel; });
   register_cpu_floating(op_rand(), []<class T>() { return &rand_kernel<T>; });
   register_cpu_floating(op_randn(), []<class T>() { return &randn_kernel<T>; });
   register_cpu_all(op_randint(), []<class T>() { return &randint_kernel<T>; });
