@@ -24,7 +24,9 @@ void dropout_kernel(TensorSpan in, std::span<Tensor> out, const DropoutAttrs& a)
   const T* xp = static_cast<const T*>(x.data_ptr());
   T* yp = static_cast<T*>(out[0].data_ptr());
   bool* mp = out[1].data<bool>();
-  const auto [seed, base] = read_philox_seed_offset(in[1]);
+  // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+  const std::pair<uint64_t, uint64_t> seed_offset_values = read_philox_seed_offset(in[1]);
+  const uint64_t seed = seed_offset_values.first, base = seed_offset_values.second;
   const C scale = a.p >= 1.0 ? C(0) : C(1.0 / (1.0 - a.p));
   const int64_t blocks = (n + 3) / 4;
   parallel_for(0, blocks, kPointwiseGrain / 4, [&](int64_t b, int64_t e) {

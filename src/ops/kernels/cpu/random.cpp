@@ -51,7 +51,9 @@ void philox_seed_offset_kernel(TensorSpan, std::span<Tensor> out, const PhiloxDr
 template <class T, class F>
 void fill_random(Tensor& out, const Tensor& seed_offset, F f) {
   const int64_t n = out.numel();
-  const auto [seed, base] = read_philox_seed_offset(seed_offset);
+  // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+  const std::pair<uint64_t, uint64_t> seed_offset_values = read_philox_seed_offset(seed_offset);
+  const uint64_t seed = seed_offset_values.first, base = seed_offset_values.second;
   T* op = static_cast<T*>(out.data_ptr());
   parallel_for(0, n, kRandomGrain, [&](int64_t b, int64_t e) {
     Words words(seed, base);
