@@ -60,6 +60,14 @@ std::pair<double, double> integer_range(DType t) {
   }
 }
 
+// rand and randn: a floating tensor of the attributes' shape, drawn from the pair.
+OutputSpec floating_draw(TensorSpan in, const RandomAttrs& a) {
+  check_seed_offset(in[0]);
+  return floating_factory(a.shape, a.dtype);
+}
+constexpr const char* kDrawHasNoGradient =
+    "a random factory: its only input is the [seed, offset] pair";
+
 }  // namespace
 
 const Op<PhiloxDrawAttrs>& op_philox_seed_offset() {
@@ -77,32 +85,20 @@ const Op<PhiloxDrawAttrs>& op_philox_seed_offset() {
 }
 
 const Op<RandomAttrs>& op_rand() {
-  static const auto& op = define_op<RandomAttrs>({
-      .name = "rand",
-      .kind = OpKind::Opaque,
-      .promote_inputs = 0,
-      .infer =
-          [](TensorSpan in, const RandomAttrs& a) {
-            check_seed_offset(in[0]);
-            return floating_factory(a.shape, a.dtype);
-          },
-      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
-  });
+  static const auto& op = define_op<RandomAttrs>({.name = "rand",
+                                                  .kind = OpKind::Opaque,
+                                                  .promote_inputs = 0,
+                                                  .infer = floating_draw,
+                                                  .not_differentiable = kDrawHasNoGradient});
   return op;
 }
 
 const Op<RandomAttrs>& op_randn() {
-  static const auto& op = define_op<RandomAttrs>({
-      .name = "randn",
-      .kind = OpKind::Opaque,
-      .promote_inputs = 0,
-      .infer =
-          [](TensorSpan in, const RandomAttrs& a) {
-            check_seed_offset(in[0]);
-            return floating_factory(a.shape, a.dtype);
-          },
-      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
-  });
+  static const auto& op = define_op<RandomAttrs>({.name = "randn",
+                                                  .kind = OpKind::Opaque,
+                                                  .promote_inputs = 0,
+                                                  .infer = floating_draw,
+                                                  .not_differentiable = kDrawHasNoGradient});
   return op;
 }
 
@@ -124,7 +120,7 @@ const Op<RandintAttrs>& op_randint() {
             }
             return OutputSpec{{{a.shape, a.dtype}}, a.dtype};
           },
-      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
+      .not_differentiable = kDrawHasNoGradient,
   });
   return op;
 }
@@ -158,7 +154,7 @@ const Op<BernoulliScalarAttrs>& op_bernoulli_scalar() {
             ATH_CHECK(a.p >= 0 && a.p <= 1, ValueError, "p must be in [0, 1], got {}", a.p);
             return OutputSpec{{{a.shape, a.dtype}}, a.dtype};
           },
-      .not_differentiable = "a random factory: its only input is the [seed, offset] pair",
+      .not_differentiable = kDrawHasNoGradient,
   });
   return op;
 }
