@@ -75,8 +75,8 @@ void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inp
   node.next_edges.resize(n_in);
   ctx.input_meta_.resize(n_in);
   ctx.needs_grad_.assign(n_in, false);
-  ctx.saved_inputs.resize(n_in);
-  ctx.saved_input_versions.resize(n_in);
+  ctx.saved_inputs_.resize(n_in);
+  ctx.saved_input_versions_.resize(n_in);
   ctx.op_name_ = op.name;
   for (std::size_t i = 0; i < n_in; ++i) {
     const Tensor& t = inputs[i];
@@ -84,19 +84,19 @@ void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inp
     node.next_edges[i] = gradient_edge(t);
     ctx.needs_grad_[i] = node.next_edges[i].valid();
     if (op.save_inputs >> std::min<std::size_t>(i, 31) & 1u) {
-      ctx.saved_inputs[i] = t;
-      ctx.saved_input_versions[i] = t.version();
+      ctx.saved_inputs_[i] = t;
+      ctx.saved_input_versions_[i] = t.version();
     }
   }
   std::shared_ptr<Node> self = node.shared_from_this();
-  ctx.saved_outputs.resize(outputs.size());
-  ctx.saved_output_versions.resize(outputs.size());
+  ctx.saved_outputs_.resize(outputs.size());
+  ctx.saved_output_versions_.resize(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     Tensor& out = outputs[i];
     node.output_meta.push_back({out.shape(), out.dtype()});
     if (op.save_outputs >> i & 1u) {
-      ctx.saved_outputs[i] = saved_alias(out);
-      ctx.saved_output_versions[i] = out.version();
+      ctx.saved_outputs_[i] = saved_alias(out);
+      ctx.saved_output_versions_[i] = out.version();
     }
     if (!is_floating(out.dtype())) continue;  // indices and masks carry no gradient
     AutogradMeta& m = autograd_meta(out);
@@ -124,11 +124,11 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
             "trying to backward through the graph a second time (through '{}'); its saved "
             "tensors were freed. Pass retain_graph=true to the first backward.",
             op.name);
-  for (std::size_t i = 0; i < ctx.saved_inputs.size(); ++i) {
-    check_version(ctx.saved_inputs[i], ctx.saved_input_versions[i], op.name, "input", i);
+  for (std::size_t i = 0; i < ctx.saved_inputs_.size(); ++i) {
+    check_version(ctx.saved_inputs_[i], ctx.saved_input_versions_[i], op.name, "input", i);
   }
-  for (std::size_t i = 0; i < ctx.saved_outputs.size(); ++i) {
-    check_version(ctx.saved_outputs[i], ctx.saved_output_versions[i], op.name, "output", i);
+  for (std::size_t i = 0; i < ctx.saved_outputs_.size(); ++i) {
+    check_version(ctx.saved_outputs_[i], ctx.saved_output_versions_[i], op.name, "output", i);
   }
   ctx.output_meta_ = node.output_meta;
   ctx.grad_outputs_ = std::move(grads);
@@ -163,8 +163,8 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
 }
 
 void release(BackwardContext& ctx) {
-  ctx.saved_inputs.clear();
-  ctx.saved_outputs.clear();
+  ctx.saved_inputs_.clear();
+  ctx.saved_outputs_.clear();
   ctx.released_ = true;
 }
 
@@ -225,7 +225,7 @@ void rebase_inplace(const OpDef& op, Tensor& self, const Tensor& result) {
 // ---- BackwardContext -------------------------------------------------------------------------
 
 const Tensor& BackwardContext::input(int i) const {
-  const Tensor& t = saved_inputs.at(static_cast<std::size_t>(i));
+  const Tensor& t = saved_inputs_.at(static_cast<std::size_t>(i));
   ATH_CHECK(t.defined(), Error, "backward of '{}' reads input {}, which its op does not save",
             op_name_, i);
   return t;
@@ -233,14 +233,14 @@ const Tensor& BackwardContext::input(int i) const {
 
 const Tensor& BackwardContext::output(int i) const {
   const auto k = static_cast<std::size_t>(i);
-  const Tensor& t = saved_outputs.at(k);
+  const Tensor& t = saved_outputs_.at(k);
   ATH_CHECK(t.defined(), Error, "backward of '{}' reads output {}, which its op does not save",
             op_name_, i);
   // The saved alias carries no history (it would make the node own itself). A formula recorded
   // for double backward must still differentiate through it, so under grad mode the output is
   // handed out re-attached to this node, as torch's SavedVariable does.
   if (!GradMode::is_enabled() || node_ == nullptr || !is_floating(t.dtype())) return t;
-  unpacked_outputs_.resize(saved_outputs.size());
+  unpacked_outputs_.resize(saved_outputs_.size());
   Tensor& u = unpacked_outputs_[k];
   if (!u.defined()) {
     u = make_view(t, t.shape(), t.strides(), t.storage_offset());

@@ -46,6 +46,8 @@ class Scalar {
     else
       return static_cast<T>(static_cast<float>(d_));
   }
+  // Same kind and value (1 and 1.0 differ: they promote differently); a NaN is unequal.
+  bool operator==(const Scalar&) const = default;
 
  private:
   ScalarKind kind_;

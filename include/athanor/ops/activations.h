@@ -39,21 +39,26 @@ inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 struct LeakyReluAttrs {
   double negative_slope = 0.01;
+  bool operator==(const LeakyReluAttrs&) const = default;
 };
 struct EluAttrs {
   double alpha = 1.0;
   double scale = 1.0;
+  bool operator==(const EluAttrs&) const = default;
 };
 struct GeluAttrs {
   GeluApprox approximate = GeluApprox::None;
+  bool operator==(const GeluAttrs&) const = default;
 };
 struct SoftplusAttrs {
   double beta = 1.0;
   double threshold = 20.0;
+  bool operator==(const SoftplusAttrs&) const = default;
 };
 struct HardtanhAttrs {
   Scalar min_val = -1;
   Scalar max_val = 1;
+  bool operator==(const HardtanhAttrs&) const = default;
 };
 
 const Op<NoAttrs>& op_relu();

@@ -49,6 +49,7 @@ struct HeadsAttrs {
   int64_t heads = 1;
   int64_t parts = 1;  // split_heads: how many of its 3 outputs are real (the rest are [0])
   bool batch_first = true;
+  bool operator==(const HeadsAttrs&) const = default;
 };
 const Op<HeadsAttrs>& op_split_heads();  // (x) -> (part 0, part 1, part 2)
 const Op<HeadsAttrs>& op_merge_heads();  // (part 0 [, part 1 [, part 2]]) -> merged
@@ -61,6 +62,7 @@ Tensor attention_softmax(const Tensor& x, double scale = 1.0, bool causal = fals
 struct AttentionSoftmaxAttrs {
   double scale = 1.0;
   bool causal = false;
+  bool operator==(const AttentionSoftmaxAttrs&) const = default;
 };
 const Op<AttentionSoftmaxAttrs>& op_attention_softmax();
 // attention_softmax_backward(g, y) = scale * y * (g - sum(g * y, -1)), y = attention_softmax(x).

@@ -128,6 +128,7 @@ struct ConvAttrs {
   std::array<int64_t, 2> dilation{1, 1};
   int64_t groups = 1;
   bool transposed = false;
+  bool operator==(const ConvAttrs&) const = default;
 };
 // The weight gradient of a forward convolution with `geometry`: inputs (x, grad_out), outputs
 // grad_weight [O, C/groups, kh, kw] and, with_bias, grad_bias [O].
@@ -135,6 +136,7 @@ struct ConvWeightGradAttrs {
   ConvAttrs geometry;
   std::array<int64_t, 2> kernel{1, 1};
   bool with_bias = false;
+  bool operator==(const ConvWeightGradAttrs&) const = default;
 };
 
 // Inputs (x, weight) or (x, weight, bias).
@@ -146,20 +148,24 @@ Tensor convolution(const Tensor& x, const Tensor& weight, const std::optional<Te
 struct MaxPool2dAttrs {
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
   bool ceil_mode = false;
+  bool operator==(const MaxPool2dAttrs&) const = default;
 };
 struct AvgPool2dAttrs {
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0};
   bool ceil_mode = false;
   bool count_include_pad = true;
   int64_t divisor_override = 0;  // 0: none
+  bool operator==(const AvgPool2dAttrs&) const = default;
 };
 // The pooled input's plane size, for the backward ops.
 struct PoolGradAttrs {
   std::array<int64_t, 2> input{0, 0};
+  bool operator==(const PoolGradAttrs&) const = default;
 };
 struct AvgPoolGradAttrs {
   AvgPool2dAttrs pool;
   std::array<int64_t, 2> input{0, 0};
+  bool operator==(const AvgPoolGradAttrs&) const = default;
 };
 
 // max_pool2d: x -> (values, indices).
@@ -172,6 +178,7 @@ const Op<AvgPool2dAttrs>& op_avg_pool2d();
 const Op<AvgPoolGradAttrs>& op_avg_pool2d_backward();
 struct AdaptivePoolAttrs {
   std::array<int64_t, 2> output{1, 1};
+  bool operator==(const AdaptivePoolAttrs&) const = default;
 };
 const Op<AdaptivePoolAttrs>& op_adaptive_avg_pool2d();
 const Op<PoolGradAttrs>& op_adaptive_avg_pool2d_backward();

@@ -20,6 +20,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src);
 
 struct ToDTypeAttrs {
   DType dtype = kFloat32;
+  bool operator==(const ToDTypeAttrs&) const = default;
 };
 const Op<ToDTypeAttrs>& op_to_dtype();
 const Op<NoAttrs>& op_clone();

@@ -88,19 +88,23 @@ struct ArangeAttrs {
   Scalar start = 0, step = 1;
   int64_t size = 0;  // computed by arange(): ceil((end - start) / step)
   DType dtype = kInt64;
+  bool operator==(const ArangeAttrs&) const = default;
 };
 struct LinspaceAttrs {
   double start = 0, end = 0;
   int64_t steps = 0;
   DType dtype = kFloat32;
+  bool operator==(const LinspaceAttrs&) const = default;
 };
 struct EyeAttrs {
   int64_t n = 0, m = 0;
   DType dtype = kFloat32;
+  bool operator==(const EyeAttrs&) const = default;
 };
 struct PhiloxDrawAttrs {
   uint64_t words = 0;              // 32-bit random words the draw consumes
   Generator* generator = nullptr;  // null: default_generator()
+  bool operator==(const PhiloxDrawAttrs&) const = default;
 };
 // Reserves ceil(words / 4) counters from the generator now; returns int64 [seed, first counter]
 // (the bits of the uint64 values) for a random op to draw from.
@@ -112,17 +116,22 @@ std::pair<uint64_t, uint64_t> read_philox_seed_offset(const Tensor& seed_offset)
 struct RandomAttrs {  // rand, randn: (seed_offset)
   Shape shape;
   DType dtype = kFloat32;
+  bool operator==(const RandomAttrs&) const = default;
 };
 struct RandintAttrs {  // (seed_offset)
   int64_t low = 0, high = 1;
   Shape shape;
   DType dtype = kInt64;
+  bool operator==(const RandintAttrs&) const = default;
 };
-struct BernoulliAttrs {};      // (p, seed_offset)
+struct BernoulliAttrs {  // (p, seed_offset)
+  bool operator==(const BernoulliAttrs&) const = default;
+};
 struct BernoulliScalarAttrs {  // (seed_offset)
   Shape shape;
   double p = 0.5;
   DType dtype = kFloat32;
+  bool operator==(const BernoulliScalarAttrs&) const = default;
 };
 
 const Op<ArangeAttrs>& op_arange();

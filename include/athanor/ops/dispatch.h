@@ -35,6 +35,27 @@ namespace detail {
 
 extern thread_local OpObserver* t_observer;
 
+// Pauses the thread's op observer: the calls made meanwhile are parts of one larger call, which
+// the observer sees once.
+class ObserverPause {
+ public:
+  ObserverPause() : observer_(t_observer) { t_observer = nullptr; }
+  ~ObserverPause() { t_observer = observer_; }
+  ObserverPause(const ObserverPause&) = delete;
+  ObserverPause& operator=(const ObserverPause&) = delete;
+
+ private:
+  OpObserver* observer_;
+};
+
+// The one scope every kernel runs in (with the input promotion before it): grad mode off, so
+// what a kernel calls back into the dispatcher (contiguous(), to(), empty()) records no graph,
+// and the observer paused, so a user-level call is exactly one on_op.
+struct KernelScope {
+  NoGradGuard no_grad;
+  ObserverPause observer_pause;
+};
+
 // Non-template halves of call(), kept out of line so each op's instantiation stays small.
 void check_inputs(const OpDef& op, TensorSpan inputs);
 Outputs allocate_outputs(const OutputSpec& spec);
@@ -45,12 +66,7 @@ TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<
 bool any_requires_grad(TensorSpan inputs);
 void add_context(Error& e, const OpDef& op);
 
-// Shared autograd wiring: edges, saved tensors, grad_fn on the outputs.
-void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inputs,
-               std::span<Tensor> outputs);
-GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradList&& grads,
-                      void (*fn)(BackwardContext&, const void*), const void* attrs);
-void release(BackwardContext& ctx);
+// (wire_node, run_backward and release, the autograd wiring, are declared in op.h.)
 
 template <class A>
 class OpNode final : public Node {
@@ -86,6 +102,7 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       outputs.push_back(spec.view(inputs[0], attrs));
     } else {
       OutputSpec out_spec = spec.infer(inputs, attrs);
+      detail::KernelScope kernel_scope;
       std::vector<Tensor> converted;
       TensorSpan kernel_inputs = detail::promote(op, inputs, out_spec.kernel_dtype, converted);
       DeviceType device = inputs.empty() ? DeviceType::CPU : inputs[0].device().type;
@@ -108,6 +125,20 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
                               &attrs);
   }
   return outputs;
+}
+
+template <class A>
+OutputSpec Op<A>::infer(TensorSpan inputs, const void* attrs) const {
+  const A& a = *static_cast<const A*>(attrs);
+  detail::check_inputs(*this, inputs);
+  if (spec_.infer != nullptr) return spec_.infer(inputs, a);
+  Tensor view = spec_.view(inputs[0], a);
+  return OutputSpec{{{view.shape(), view.dtype()}}, view.dtype()};
+}
+
+template <class A>
+Outputs Op<A>::run(TensorSpan inputs, const void* attrs) const {
+  return call(*this, inputs, *static_cast<const A*>(attrs));
 }
 
 // Runs fn, prefixing any ath::Error it throws with the op's name: for argument checks a public

@@ -15,18 +15,36 @@ void copy_into(Tensor& dst, const Tensor& src);  // dst.copy_(src) without recor
 // The inputs with input 0 replaced by a clone, when backward reads input 0 (it is about to be
 // overwritten).
 std::vector<Tensor> protect_saved_self(const OpDef& op, TensorSpan inputs);
+// The no-autograd path: the kernel writes self directly when it can, else computes and copies.
+template <class A>
+void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inputs,
+                                   const A& attrs);
 }  // namespace detail
 
 template <class A>
 Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& attrs) {
-  bool record = GradMode::is_enabled() && op.differentiable && detail::any_requires_grad(inputs);
+  const bool record =
+      GradMode::is_enabled() && op.differentiable && detail::any_requires_grad(inputs);
   if (record) {
     detail::check_inplace_autograd(op, self);
+    detail::ObserverPause observer_pause;  // the observer sees the in-place call, below
     std::vector<Tensor> protected_inputs = detail::protect_saved_self(op, inputs);
     Tensor result = call1(op, TensorSpan(protected_inputs), attrs);
     detail::rebase_inplace(op, self, result);
-    return self;
+  } else {
+    detail::call_inplace_without_autograd(op, self, inputs, attrs);
   }
+  if (detail::t_observer != nullptr) [[unlikely]] {
+    detail::t_observer->on_op(op, inputs, std::span<const Tensor>(&self, 1), &attrs);
+  }
+  return self;
+}
+
+namespace detail {
+
+template <class A>
+void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inputs,
+                                   const A& attrs) {
   try {
     detail::check_inputs(op, inputs);
     OutputSpec spec = op.spec().infer(inputs, attrs);
@@ -35,6 +53,7 @@ Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& 
     bool direct = op.inplace == InplacePolicy::OverInput0 &&
                   (op.kind == OpKind::Pointwise || self.is_contiguous()) &&
                   spec.outputs[0].dtype == self.dtype();
+    KernelScope kernel_scope;  // both paths: one on_op (the caller's), no graph
     if (direct) {
       std::vector<Tensor> converted;
       TensorSpan kernel_inputs = detail::promote(op, inputs, spec.kernel_dtype, converted);
@@ -44,21 +63,14 @@ Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& 
       kernel(kernel_inputs, std::span<Tensor>(&out, 1), attrs);
       self.bump_version();
     } else {
-      Tensor result;
-      {
-        NoGradGuard no_grad;
-        result = call1(op, inputs, attrs);
-      }
-      detail::copy_into(self, result);
+      detail::copy_into(self, call1(op, inputs, attrs));
     }
   } catch (Error& e) {
     detail::add_context(e, op);
     throw;
   }
-  if (detail::t_observer != nullptr) [[unlikely]] {
-    detail::t_observer->on_op(op, inputs, std::span<const Tensor>(&self, 1), &attrs);
-  }
-  return self;
 }
+
+}  // namespace detail
 
 }  // namespace ath

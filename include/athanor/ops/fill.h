@@ -7,6 +7,7 @@ namespace ath {
 
 struct FillAttrs {
   Scalar value;
+  bool operator==(const FillAttrs&) const = default;
 };
 const Op<FillAttrs>& op_fill();
 

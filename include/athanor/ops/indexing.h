@@ -76,26 +76,32 @@ Tensor one_hot(const Tensor& x, int64_t num_classes = -1);
 
 struct DimAttrs {
   int64_t dim = 0;  // normalized
+  bool operator==(const DimAttrs&) const = default;
 };
 struct IndexAddAttrs {
   int64_t dim = 0;  // normalized
   Scalar alpha = 1;
+  bool operator==(const IndexAddAttrs&) const = default;
 };
 struct ScatterValueAttrs {
   int64_t dim = 0;  // normalized
   Scalar value = 0;
+  bool operator==(const ScatterValueAttrs&) const = default;
 };
 struct SortAttrs {
   int64_t dim = 0;  // normalized
   bool descending = false;
+  bool operator==(const SortAttrs&) const = default;
 };
 struct TopkAttrs {
   int64_t k = 0;
   int64_t dim = 0;  // normalized
   bool largest = true;
+  bool operator==(const TopkAttrs&) const = default;
 };
 struct OneHotAttrs {
   int64_t num_classes = 0;  // resolved (never -1)
+  bool operator==(const OneHotAttrs&) const = default;
 };
 
 const Op<DimAttrs>& op_index_select();            // (x, index)

@@ -35,6 +35,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>
 
 struct AddmmAttrs {
   double beta = 1, alpha = 1;
+  bool operator==(const AddmmAttrs&) const = default;
 };
 
 const Op<NoAttrs>& op_mm();

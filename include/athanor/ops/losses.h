@@ -116,6 +116,7 @@ struct CrossEntropyAttrs {
   int64_t ignore_index = -100;
   double label_smoothing = 0;
   bool has_weight = false;
+  bool operator==(const CrossEntropyAttrs&) const = default;
 };
 const Op<CrossEntropyAttrs>& op_cross_entropy();
 // Inputs: g (the loss's gradient), x, target, weight, lse, total_weight. Output: dx =
@@ -130,6 +131,7 @@ struct NllLossAttrs {
   int64_t ignore_index = -100;
   bool has_weight = false;
   Shape input_shape;  // backward only: the shape of dx
+  bool operator==(const NllLossAttrs&) const = default;
 };
 const Op<NllLossAttrs>& op_nll_loss();
 // Inputs: g, target, weight, total_weight. Output: dx, zero except dx[target] = -w * g / denom.
@@ -145,6 +147,7 @@ struct PointwiseLossAttrs {
   bool log_target = false;  // kl_div
   bool has_weight = false, has_pos_weight = false;
   std::array<bool, 2> grad_mask{true, true};  // backward ops: compute dx, dy
+  bool operator==(const PointwiseLossAttrs&) const = default;
 };
 const Op<PointwiseLossAttrs>& op_mse_loss();
 const Op<PointwiseLossAttrs>& op_mse_loss_backward();

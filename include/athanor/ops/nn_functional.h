@@ -36,6 +36,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 
 struct SoftmaxAttrs {
   int64_t dim = -1;  // normalized by the public functions
+  bool operator==(const SoftmaxAttrs&) const = default;
 };
 const Op<SoftmaxAttrs>& op_softmax();
 const Op<SoftmaxAttrs>& op_log_softmax();
@@ -73,12 +74,14 @@ struct LayerNormAttrs {
   Shape normalized_shape;
   double eps = 1e-5;
   bool has_weight = false, has_bias = false;
+  bool operator==(const LayerNormAttrs&) const = default;
 };
 // Inputs: g, x, mean, rstd, weight. Outputs: dx, dweight, dbias.
 struct LayerNormBackwardAttrs {
   Shape normalized_shape;
   bool has_weight = false;
   NormGradMask mask{true, true, true};
+  bool operator==(const LayerNormBackwardAttrs&) const = default;
 };
 const Op<LayerNormAttrs>& op_layer_norm();
 const Op<LayerNormBackwardAttrs>& op_layer_norm_backward();
@@ -90,6 +93,7 @@ struct BatchNormAttrs {
   bool training = false;
   double eps = 1e-5;
   bool has_running = false, has_weight = false, has_bias = false;
+  bool operator==(const BatchNormAttrs&) const = default;
 };
 // Inputs: g, x, mean, rstd, weight. Outputs: dx, dweight, dbias. Eval mode
 // treats mean/rstd as constants (running stats are buffers, not differentiated).
@@ -97,6 +101,7 @@ struct BatchNormBackwardAttrs {
   bool training = false;
   bool has_weight = false;
   NormGradMask mask{true, true, true};
+  bool operator==(const BatchNormBackwardAttrs&) const = default;
 };
 const Op<BatchNormAttrs>& op_batch_norm();
 const Op<BatchNormBackwardAttrs>& op_batch_norm_backward();
@@ -106,12 +111,14 @@ struct GroupNormAttrs {
   int64_t num_groups = 1;
   double eps = 1e-5;
   bool has_weight = false, has_bias = false;
+  bool operator==(const GroupNormAttrs&) const = default;
 };
 // Inputs: g, x, mean, rstd, weight. Outputs: dx, dweight, dbias.
 struct GroupNormBackwardAttrs {
   int64_t num_groups = 1;
   bool has_weight = false;
   NormGradMask mask{true, true, true};
+  bool operator==(const GroupNormBackwardAttrs&) const = default;
 };
 const Op<GroupNormAttrs>& op_group_norm();
 const Op<GroupNormBackwardAttrs>& op_group_norm_backward();
@@ -127,10 +134,12 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
 // Outputs: y and the keep mask (bool).
 struct DropoutAttrs {  // (x, seed_offset): see creation.h's random convention
   double p = 0.5;
+  bool operator==(const DropoutAttrs&) const = default;
 };
 // dropout_backward(g, mask) = mask ? g * scale : 0.
 struct DropoutBackwardAttrs {
   double scale = 1;
+  bool operator==(const DropoutBackwardAttrs&) const = default;
 };
 const Op<DropoutAttrs>& op_dropout();
 const Op<DropoutBackwardAttrs>& op_dropout_backward();
@@ -144,12 +153,14 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
 
 struct EmbeddingAttrs {
   int64_t padding_idx = -1;  // normalized; -1: none
+  bool operator==(const EmbeddingAttrs&) const = default;
 };
 // embedding_backward(g, indices): zeros [num_weights, dim] with g's rows added at their
 // indices, in index order (deterministic); rows at padding_idx stay zero.
 struct EmbeddingBackwardAttrs {
   int64_t num_weights = 0;
   int64_t padding_idx = -1;
+  bool operator==(const EmbeddingBackwardAttrs&) const = default;
 };
 const Op<EmbeddingAttrs>& op_embedding();
 const Op<EmbeddingBackwardAttrs>& op_embedding_backward();

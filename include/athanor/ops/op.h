@@ -3,7 +3,10 @@
 //
 // Defining an op (see src/ops/defs/ for real ones):
 //
-//   struct ScaleAttrs { double factor = 1; };
+//   struct ScaleAttrs {  // attributes: an aggregate with a defaulted ==
+//     double factor = 1;
+//     bool operator==(const ScaleAttrs&) const = default;
+//   };
 //   const Op<ScaleAttrs>& op_scale() {
 //     static const auto& op = define_op<ScaleAttrs>({
 //         .name = "scale", .kind = OpKind::Pointwise, .num_inputs = 1,
@@ -63,9 +66,12 @@ enum class OpKind : uint8_t {
 // Whether the kernel may write its output over input 0 (`add_` and friends).
 enum class InplacePolicy : uint8_t { None, OverInput0 };
 
-// Attributes are plain aggregate structs (so call sites use designated initializers); code that
-// handles any op (the tracer) copies them through OpDef::clone_attrs.
-struct NoAttrs {};
+// Attributes are plain aggregate structs (so call sites use designated initializers) with a
+// defaulted operator==; code that handles any op (the tracer, a graph executor) copies,
+// compares and replays them type-erased through OpDef (clone_attrs, attrs_equal, infer, run).
+struct NoAttrs {
+  bool operator==(const NoAttrs&) const = default;
+};
 
 using TensorSpan = std::span<const Tensor>;
 using Outputs = SmallVec<Tensor, 4>;
@@ -81,6 +87,18 @@ struct OutputSpec {
   DType kernel_dtype = kFloat32;
 };
 
+class BackwardContext;
+class OpDef;
+namespace detail {
+// The dispatcher's side of a BackwardContext (dispatch.cpp): filling it when a node is recorded,
+// running a formula with it, freeing what it saved. The only code that sees its bookkeeping.
+void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inputs,
+               std::span<Tensor> outputs);
+GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradList&& grads,
+                      void (*fn)(BackwardContext&, const void*), const void* attrs);
+void release(BackwardContext& ctx);
+}  // namespace detail
+
 // What a backward formula sees. Gradients flow in terms of registered ops, so a backward pass
 // run with grad mode on (create_graph) is itself differentiable.
 class BackwardContext {
@@ -91,6 +109,7 @@ class BackwardContext {
   const Tensor& input(int i) const;
   const Tensor& output(int i) const;
   const TensorMeta& input_meta(int i) const { return input_meta_[static_cast<std::size_t>(i)]; }
+  const GradSlotMeta& output_meta(int i) const { return output_meta_[static_cast<std::size_t>(i)]; }
   // The gradient w.r.t. forward output i; zeros when nothing flowed into it.
   const Tensor& grad_output(int i);
   bool grad_output_defined(int i) const;
@@ -98,9 +117,16 @@ class BackwardContext {
   bool needs_grad(int i) const { return needs_grad_[static_cast<std::size_t>(i)]; }
   void set_grad_input(int i, Tensor g);
 
+ private:
+  friend void detail::wire_node(Node&, BackwardContext&, const OpDef&, TensorSpan,
+                                std::span<Tensor>);
+  friend GradList detail::run_backward(Node&, BackwardContext&, const OpDef&, GradList&&,
+                                       void (*)(BackwardContext&, const void*), const void*);
+  friend void detail::release(BackwardContext&);
+
   // Filled by the node that owns the context.
-  std::vector<Tensor> saved_inputs, saved_outputs;  // undefined where not saved
-  std::vector<uint32_t> saved_input_versions, saved_output_versions;
+  std::vector<Tensor> saved_inputs_, saved_outputs_;  // undefined where not saved
+  std::vector<uint32_t> saved_input_versions_, saved_output_versions_;
   bool released_ = false;
   std::vector<TensorMeta> input_meta_;
   SmallVec<GradSlotMeta, 4> output_meta_;
@@ -142,6 +168,13 @@ class OpDef {
   virtual bool has_backward() const = 0;
   // A heap copy of this op's attribute struct, passed type-erased.
   virtual std::shared_ptr<const void> clone_attrs(const void* attrs) const = 0;
+  // Whether two attribute structs of this op are equal (field by field; a NaN is unequal).
+  virtual bool attrs_equal(const void* a, const void* b) const = 0;
+  // The op's shape rule (for a view op, the view it would build) and the op itself, run from
+  // type-erased attributes: what a graph executor replays a recorded node with. `run` is
+  // call(): kernel, autograd recording and the observer, as the typed call.
+  virtual OutputSpec infer(TensorSpan inputs, const void* attrs) const = 0;
+  virtual Outputs run(TensorSpan inputs, const void* attrs) const = 0;
 
  private:
   std::array<std::array<AnyFn, kNumDTypes>, kNumDeviceTypes> kernels_{};
@@ -194,6 +227,11 @@ class Op : public OpDef {
   std::shared_ptr<const void> clone_attrs(const void* attrs) const override {
     return std::make_shared<const A>(*static_cast<const A*>(attrs));
   }
+  bool attrs_equal(const void* a, const void* b) const override {
+    return *static_cast<const A*>(a) == *static_cast<const A*>(b);
+  }
+  OutputSpec infer(TensorSpan inputs, const void* attrs) const override;
+  Outputs run(TensorSpan inputs, const void* attrs) const override;  // in dispatch.h
 
  private:
   OpSpec<A> spec_;

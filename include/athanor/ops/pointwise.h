@@ -40,6 +40,7 @@ Tensor neg(const Tensor& a);
 
 struct AlphaAttrs {
   Scalar alpha = 1;
+  bool operator==(const AlphaAttrs&) const = default;
 };
 const Op<AlphaAttrs>& op_add();  // a + alpha * b
 const Op<NoAttrs>& op_mul();
@@ -92,6 +93,7 @@ Tensor trunc(const Tensor& x);
 
 struct RoundAttrs {
   int64_t decimals = 0;
+  bool operator==(const RoundAttrs&) const = default;
 };
 const Op<NoAttrs>& op_abs();
 const Op<NoAttrs>& op_sign();
@@ -131,12 +133,15 @@ Tensor clamp_max(const Tensor& x, const Scalar& max);
 
 struct PowScalarAttrs {
   Scalar exponent = 1;
+  bool operator==(const PowScalarAttrs&) const = default;
 };
 struct LerpAttrs {
   Scalar weight = 0.5;
+  bool operator==(const LerpAttrs&) const = default;
 };
 struct ClampAttrs {
   std::optional<Scalar> min, max;
+  bool operator==(const ClampAttrs&) const = default;
 };
 const Op<NoAttrs>& op_pow();                       // (base, exponent) tensors
 const Op<PowScalarAttrs>& op_pow_tensor_scalar();  // base tensor, exponent attribute

@@ -34,6 +34,7 @@ struct ReduceAttrs {
   DimList dims;  // empty: all dims
   bool keepdim = false;
   std::optional<DType> dtype;  // accumulate/return in this dtype (sum, mean, prod)
+  bool operator==(const ReduceAttrs&) const = default;
 };
 
 // ---- sums and products ----------------------------------------------------------------------
@@ -93,19 +94,23 @@ struct VarAttrs {
   DimList dims;  // normalized; empty: all dims
   double correction = 1;
   bool keepdim = false;
+  bool operator==(const VarAttrs&) const = default;
 };
 struct NormAttrs {
   double p = 2;
   DimList dims;
   bool keepdim = false;
+  bool operator==(const NormAttrs&) const = default;
 };
 struct DimKeepAttrs {  // max/min along one dim
   int64_t dim = 0;     // normalized
   bool keepdim = false;
+  bool operator==(const DimKeepAttrs&) const = default;
 };
 struct ArgAttrs {
   std::optional<int64_t> dim;  // normalized; none: over the flattened tensor
   bool keepdim = false;
+  bool operator==(const ArgAttrs&) const = default;
 };
 // Scans: out[i] = x[0] op ... op x[i] along dim. `exclusive` leaves x[i] out (out[0] is the
 // identity), `reverse` runs from the end. The public functions use neither; backward formulas do.
@@ -114,6 +119,7 @@ struct ScanAttrs {
   std::optional<DType> dtype;
   bool reverse = false;
   bool exclusive = false;
+  bool operator==(const ScanAttrs&) const = default;
 };
 
 const Op<ReduceAttrs>& op_sum();

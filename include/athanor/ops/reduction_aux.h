@@ -20,6 +20,7 @@ enum class AuxFn : uint8_t {
 struct AuxAttrs {
   AuxFn fn = AuxFn::AbsPow;
   double q = 1;
+  bool operator==(const AuxAttrs&) const = default;
 };
 
 // Floating inputs only; the result has x's dtype.

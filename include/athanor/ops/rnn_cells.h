@@ -64,6 +64,7 @@ const Op<NoAttrs>& op_gru_cell_pointwise_backward();
 struct RnnSequenceAttrs {
   bool reverse = false;
   bool batch_first = false;
+  bool operator==(const RnnSequenceAttrs&) const = default;
 };
 
 struct LstmSequenceResult {
@@ -91,6 +92,7 @@ struct RnnSequenceBackwardAttrs {
   bool reverse = false;
   bool batch_first = false;
   bool need_w_hh = true;  // the weight gradient (one GEMM over all steps)
+  bool operator==(const RnnSequenceBackwardAttrs&) const = default;
 };
 
 // Inputs (xg, w_hh, h0, c0). Outputs (output, h_n, c_n, workspace [T, B, 5H] ([B, T, 5H])):

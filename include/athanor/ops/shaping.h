@@ -38,12 +38,15 @@ Tensor roll(const Tensor& x, const DimList& shifts, const DimList& dims = {});
 
 struct CatAttrs {
   int64_t dim = 0;  // normalized against the non-skipped inputs
+  bool operator==(const CatAttrs&) const = default;
 };
 struct TriAttrs {
   int64_t diagonal = 0;
+  bool operator==(const TriAttrs&) const = default;
 };
 struct FlipAttrs {
   DimList dims;  // normalized, unique
+  bool operator==(const FlipAttrs&) const = default;
 };
 
 const Op<CatAttrs>& op_cat();  // variadic

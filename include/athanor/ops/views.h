@@ -42,20 +42,25 @@ std::optional<Strides> view_strides(const Shape& sizes, const Strides& strides,
 
 struct ShapeAttrs {
   Shape shape;
+  bool operator==(const ShapeAttrs&) const = default;
 };
 struct PermuteAttrs {
   DimList dims;
+  bool operator==(const PermuteAttrs&) const = default;
 };
 struct SliceAttrs {
   int64_t dim = 0, start = 0, end = 0, step = 1;  // normalized and clamped
+  bool operator==(const SliceAttrs&) const = default;
 };
 struct SelectAttrs {
   int64_t dim = 0, index = 0;  // normalized
+  bool operator==(const SelectAttrs&) const = default;
 };
 struct AsStridedAttrs {
   Shape size;
   Strides stride;
   int64_t offset = 0;  // relative to the input's own storage offset
+  bool operator==(const AsStridedAttrs&) const = default;
 };
 // view_scatter(grad) = zeros(base_shape) with as_strided(size, stride, offset) set to grad:
 // the backward of every slicing view.
@@ -64,6 +69,7 @@ struct ViewScatterAttrs {
   Shape size;
   Strides stride;
   int64_t offset = 0;
+  bool operator==(const ViewScatterAttrs&) const = default;
 };
 
 const Op<ShapeAttrs>& op_view();

@@ -20,6 +20,9 @@ OutputSpec binary_float_spec(TensorSpan in) {
 }
 
 Tensor wrap_scalar(const Scalar& s, const Tensor& like) {
+  // A scalar operand is a constant of the call it feeds, not a call of its own: an observer (a
+  // tracer) sees `t * 2` as one call with a constant input.
+  detail::ObserverPause observer_pause;
   return scalar_tensor(s, promote_with_scalar(like.dtype(), s.kind()));
 }
 

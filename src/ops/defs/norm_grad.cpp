@@ -31,7 +31,7 @@ int64_t group_count(const NormView& v) {
 Tensor stats_grad(BackwardContext& ctx, const NormView& v) {
   const bool gm = ctx.grad_output_defined(1), gr = ctx.grad_output_defined(2);
   const bool gv =
-      ctx.num_outputs() > 3 && ctx.grad_output_defined(3) && numel(ctx.output_meta_[3].shape) > 0;
+      ctx.num_outputs() > 3 && ctx.grad_output_defined(3) && numel(ctx.output_meta(3).shape) > 0;
   if (!gm && !gr && !gv) return {};
   const double n = static_cast<double>(group_count(v));
   Tensor x = reshape(ctx.input(0), v.x_shape);
