@@ -37,13 +37,12 @@ uint64_t uniform_words(DType t) { return t == kFloat64 ? 2 : 1; }
 
 // Checks a factory call before drawing, so a refused call leaves the generator as it was.
 template <class A>
-void check_before_draw(const Op<A>& op, const A& attrs, TensorSpan data_inputs = {}) {
+void check_before_draw(const Op<A>& op, const A& attrs, const Tensor* data_input = nullptr) {
   static const Tensor* placeholder = new Tensor(zeros({2}, kInt64));  // never freed: no exit race
-  with_op_context(op, [&] {
-    std::vector<Tensor> in(data_inputs.begin(), data_inputs.end());
-    in.push_back(*placeholder);
-    op.spec().infer(TensorSpan(in), attrs);
-  });
+  // The op's inputs: its data input if it has one (bernoulli's p), then the pair.
+  const Tensor in[2] = {data_input != nullptr ? *data_input : *placeholder, *placeholder};
+  const TensorSpan inputs = data_input != nullptr ? TensorSpan(in) : TensorSpan(in + 1, 1);
+  with_op_context(op, [&] { op.spec().infer(inputs, attrs); });
 }
 
 // [lowest, highest] of an integer dtype, as doubles (exact for the ranges checked).
@@ -199,7 +198,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, RandomOptions opti
 }
 
 Tensor bernoulli(const Tensor& p, Generator* generator) {
-  check_before_draw(op_bernoulli(), BernoulliAttrs{}, TensorSpan(&p, 1));
+  check_before_draw(op_bernoulli(), BernoulliAttrs{}, &p);
   Tensor so =
       philox_seed_offset(static_cast<uint64_t>(p.numel()) * uniform_words(p.dtype()), generator);
   return call1(op_bernoulli(), {p, so}, BernoulliAttrs{});

@@ -58,7 +58,8 @@ bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t
       largest_batch = std::max(largest_batch, batch->size());
       Tensor loss = runner.training_step(*batch, step);
       if (!loss.defined()) continue;
-      runner.backward(loss, accumulated++, accumulate);
+      runner.backward(loss, accumulated, accumulate);
+      ++accumulated;
       if (accumulated == accumulate || step + 1 == options_.steps_per_trial) {
         runner.optimizer_step();
         accumulated = 0;

@@ -5,7 +5,6 @@
 #include "athanor/ops/conv.h"
 
 #include "athanor/ops/copy.h"
-#include "athanor/tensor/grad_mode.h"
 #include "conv_kernels.h"
 #include "dnnl_utils.h"
 #include "register.h"
@@ -64,7 +63,6 @@ void backward_weights(const Tensor& x, const Tensor& dy, const Tensor& dw, const
 }
 
 void convolution_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a) {
-  NoGradGuard no_grad;  // contiguous copies are scratch, not graph
   const Tensor& y = out[0];
   if (y.numel() == 0) return;
   Tensor x = in[0].contiguous(), w = in[1].contiguous();
@@ -83,7 +81,6 @@ void convolution_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a
 }
 
 void weight_grad_kernel(TensorSpan in, std::span<Tensor> out, const ConvWeightGradAttrs& a) {
-  NoGradGuard no_grad;
   const Tensor &dw = out[0], &db = out[1];
   Tensor x = in[0].contiguous(), dy = in[1].contiguous();
   if (x.numel() == 0 || dy.numel() == 0) {

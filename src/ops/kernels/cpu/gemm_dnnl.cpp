@@ -26,7 +26,6 @@
 #include "athanor/core/parallel.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/pointwise.h"
-#include "athanor/tensor/grad_mode.h"
 #include "dnnl_utils.h"
 #include "gemm.h"
 
@@ -275,7 +274,6 @@ void gemm_dnnl(const GemmArgs& g) {
   const Shape& cs = g.c.shape();
   const std::size_t nd = cs.size();
   const DType t = g.c.dtype();
-  NoGradGuard no_grad;  // scratch copies and prefills are not part of any graph
   const double beta = g.bias.defined() ? g.beta : 0.0;
   if (g.a.shape()[g.a.dim() - 1] == 0) {  // empty sum: c = beta * bias
     if (beta == 0) {
@@ -324,7 +322,6 @@ void gemm(const GemmArgs& args) {
             "matrix products take floating dtypes, not {}", dtype_name(t));
   // float16, and bfloat16 where oneDNN has no kernel for it (AVX2 hosts): compute in float32
   // and round once, the contract oneDNN's own bfloat16 kernels keep (float32 accumulation).
-  NoGradGuard no_grad;
   GemmArgs f = g;
   f.a = g.a.to(kFloat32);
   f.b = g.b.to(kFloat32);

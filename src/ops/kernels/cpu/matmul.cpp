@@ -3,7 +3,6 @@
 // Memory contract: reads the inputs in place (any strides), writes the contiguous output once.
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/views.h"
-#include "athanor/tensor/grad_mode.h"
 #include "gemm.h"
 #include "register.h"
 
@@ -27,7 +26,6 @@ void linear_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   int64_t rows = 1;
   for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.shape()[d];
   Tensor x2;
-  NoGradGuard no_grad;  // a scratch copy is not part of the graph
   if (auto s = view_strides(x.shape(), x.strides(), Shape{rows, k})) {
     x2 = make_view(x, Shape{rows, k}, *s, x.storage_offset());
   } else {

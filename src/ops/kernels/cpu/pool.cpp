@@ -10,7 +10,6 @@
 #include "athanor/core/loop_hints.h"
 #include "athanor/core/parallel.h"
 #include "athanor/ops/conv.h"
-#include "athanor/tensor/grad_mode.h"
 #include "isa_dispatch.h"
 #include "register.h"
 
@@ -90,7 +89,6 @@ ATH_ISA_DISPATCH(max_pool_2x2_plane_f32,
 template <class T>
 void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs& a) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor x = in[0].contiguous();
   const Planes p = planes(x, out[0]);
   const T* xp = static_cast<const T*>(x.data_ptr());
@@ -150,7 +148,6 @@ inline int64_t checked(int64_t i, int64_t plane) {
 template <class T>
 void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGradAttrs&) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor g = in[0].contiguous(), idx = in[1].contiguous();
   const Planes p = planes(out[0], g);
   const T* gp = static_cast<const T*>(g.data_ptr());
@@ -171,7 +168,6 @@ void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGr
 
 template <class T>
 void max_pool_gather_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  NoGradGuard no_grad;
   Tensor x = in[0].contiguous(), idx = in[1].contiguous();
   const Planes p = planes(x, out[0]);
   const T* xp = static_cast<const T*>(x.data_ptr());
@@ -209,7 +205,6 @@ AvgWindow avg_window(const AvgPool2dAttrs& a, const Planes& p, int64_t oy, int64
 template <class T>
 void avg_pool_kernel(TensorSpan in, std::span<Tensor> out, const AvgPool2dAttrs& a) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor x = in[0].contiguous();
   const Planes p = planes(x, out[0]);
   const T* xp = static_cast<const T*>(x.data_ptr());
@@ -232,7 +227,6 @@ void avg_pool_kernel(TensorSpan in, std::span<Tensor> out, const AvgPool2dAttrs&
 template <class T>
 void avg_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const AvgPoolGradAttrs& a) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor g = in[0].contiguous();
   const Planes p = planes(out[0], g);
   const T* gp = static_cast<const T*>(g.data_ptr());
@@ -265,7 +259,6 @@ inline int64_t adaptive_end(int64_t i, int64_t out, int64_t in) {
 template <class T>
 void adaptive_kernel(TensorSpan in, std::span<Tensor> out, const AdaptivePoolAttrs&) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor x = in[0].contiguous();
   const Planes p = planes(x, out[0]);
   const T* xp = static_cast<const T*>(x.data_ptr());
@@ -291,7 +284,6 @@ void adaptive_kernel(TensorSpan in, std::span<Tensor> out, const AdaptivePoolAtt
 template <class T>
 void adaptive_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGradAttrs&) {
   using C = compute_t<T>;
-  NoGradGuard no_grad;
   Tensor g = in[0].contiguous();
   const Planes p = planes(out[0], g);
   const T* gp = static_cast<const T*>(g.data_ptr());

@@ -1,8 +1,6 @@
 // Layout helpers for reduce_loop.h: how a reduction walks x.
 #include "reduce_loop.h"
 
-#include "athanor/tensor/grad_mode.h"
-
 namespace ath::kernels {
 
 namespace {
@@ -30,7 +28,6 @@ Tensor reduction_view(const Tensor& x, const DimList& dims, int64_t& m, int64_t&
   }
   Tensor v = make_view(x, sizes, strides, x.storage_offset());
   if (v.is_contiguous()) return v;
-  NoGradGuard no_grad;  // a kernel's scratch copy is not part of the graph
   return v.clone();
 }
 

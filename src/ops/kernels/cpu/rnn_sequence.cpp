@@ -26,7 +26,6 @@
 // split rows and columns only and column sums run in row order, so results do not depend on
 // the thread count.
 #include "athanor/ops/rnn_cells.h"
-#include "athanor/tensor/grad_mode.h"
 #include "register.h"
 #include "rnn_cell_math.h"
 #include "rnn_sequence_common.h"
@@ -43,7 +42,6 @@ using rnn::StepRows;
 
 template <class T>
 void lstm_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequenceAttrs& a) {
-  NoGradGuard no_grad;  // GEMM operands are scratch views, not part of any graph
   const bool bf = a.batch_first;
   const Tensor h0 = dense(in[2]), c0 = dense(in[3]);
   const int64_t B = h0.shape()[0], H = h0.shape()[1], G = 4 * H;
@@ -82,7 +80,6 @@ void lstm_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequenc
 template <class T>
 void lstm_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
                                    const RnnSequenceBackwardAttrs& a) {
-  NoGradGuard no_grad;
   const bool bf = a.batch_first;
   const Tensor h0 = dense(in[4]), c0 = dense(in[5]), dhn = dense(in[1]), dcn = dense(in[2]);
   const Tensor& w = in[3];
@@ -125,7 +122,6 @@ void lstm_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
 
 template <class T>
 void gru_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequenceAttrs& a) {
-  NoGradGuard no_grad;
   const bool bf = a.batch_first;
   const Seq<T> xg = rnn::seq<T>(in[0], bf), y = rnn::seq<T>(out[0], bf),
                acts = rnn::seq<T>(out[2], bf), hn = rnn::seq<T>(out[3], bf);
@@ -182,7 +178,6 @@ void column_sums(const T* src, int64_t rows, int64_t cols, T* dst) {
 template <class T>
 void gru_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
                                   const RnnSequenceBackwardAttrs& a) {
-  NoGradGuard no_grad;
   const bool bf = a.batch_first;
   const Seq<T> dy = rnn::seq<T>(in[0], bf), y = rnn::seq<T>(in[4], bf),
                acts = rnn::seq<T>(in[5], bf), hn = rnn::seq<T>(in[6], bf),

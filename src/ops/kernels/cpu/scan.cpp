@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "athanor/ops/reduction.h"
-#include "athanor/tensor/grad_mode.h"
 #include "pointwise_loop.h"
 #include "register.h"
 
@@ -37,12 +36,6 @@ ScanLayout scan_layout(const Shape& s, int64_t dim) {
   return l;
 }
 
-Tensor contiguous_input(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  NoGradGuard no_grad;  // scratch, not part of the graph
-  return t.contiguous();
-}
-
 // Position of step k (0..n-1) along the scanned dim.
 inline int64_t position(int64_t k, int64_t n, bool reverse) { return reverse ? n - 1 - k : k; }
 
@@ -64,7 +57,7 @@ void scan_kernel(TensorSpan in, std::span<Tensor> out, const ScanAttrs& a) {
   if (out[0].numel() == 0) return;
   using Acc = scan_acc_t<T>;
   constexpr int64_t kBlock = 256;
-  Tensor x = contiguous_input(in[0]);
+  Tensor x = in[0].contiguous();
   const ScanLayout l = scan_layout(x.shape(), a.dim);
   const T* px = static_cast<const T*>(x.data_ptr());
   T* po = static_cast<T*>(out[0].data_ptr());
@@ -103,7 +96,7 @@ template <class T>
 void cumprod_backward_kernel(TensorSpan in, std::span<Tensor> out, const ScanAttrs& a) {
   if (out[0].numel() == 0) return;
   using Acc = scan_acc_t<T>;
-  Tensor g = contiguous_input(in[0]), x = contiguous_input(in[1]);
+  Tensor g = in[0].contiguous(), x = in[1].contiguous();
   const ScanLayout l = scan_layout(x.shape(), a.dim);
   const T* pg = static_cast<const T*>(g.data_ptr());
   const T* px = static_cast<const T*>(x.data_ptr());
@@ -148,7 +141,7 @@ void cumprod_backward_kernel(TensorSpan in, std::span<Tensor> out, const ScanAtt
 // op_cumprod_double_backward). Reads gg once, strided.
 template <class T>
 void cumprod_double_backward_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  Tensor gg = contiguous_input(in[0]);
+  Tensor gg = in[0].contiguous();
   const T* p = static_cast<const T*>(gg.data_ptr());
   for (int64_t i = 0; i < gg.numel(); ++i) {
     ATH_CHECK(static_cast<double>(load(p + i)) == 0.0, NotImplementedError,
