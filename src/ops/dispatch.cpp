@@ -56,6 +56,25 @@ bool any_requires_grad(TensorSpan inputs) {
   return false;
 }
 
+void check_written_inputs(const OpDef& op, TensorSpan inputs, const void* attrs) {
+  if (!GradMode::is_enabled()) return;
+  const int n = static_cast<int>(inputs.size());
+  for (int i = 0; i < n; ++i) {
+    const AutogradMeta* m = autograd_meta_if(inputs[static_cast<std::size_t>(i)]);
+    ATH_CHECK(m == nullptr || !m->requires_grad || !op.mutates_input(i, n, attrs), ValueError,
+              "input {} requires grad and would be written in place; run the update under "
+              "NoGradGuard (optimizers do)",
+              i);
+  }
+}
+
+void bump_written_inputs(const OpDef& op, TensorSpan inputs, const void* attrs) {
+  const int n = static_cast<int>(inputs.size());
+  for (int i = 0; i < n; ++i) {
+    if (op.mutates_input(i, n, attrs)) inputs[static_cast<std::size_t>(i)].bump_version();
+  }
+}
+
 void add_context(Error& e, const OpDef& op) {
   std::string prefix = op.name + ": ";
   if (e.message().compare(0, prefix.size(), prefix) != 0) e.prepend(prefix);

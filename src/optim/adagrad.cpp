@@ -1,8 +1,8 @@
 #include "athanor/optim/adagrad.h"
 
-#include "athanor/core/loop_hints.h"
+#include "athanor/ops/optimizer_updates.h"
 #include "optimizer_with.h"
-#include "update_loop.h"
+#include "update_inputs.h"
 
 namespace ath::optim {
 
@@ -29,40 +29,6 @@ struct OptionTraits<AdagradOptions> {
 
 template class OptimizerWith<AdagradOptions>;
 
-namespace {
-
-// Reads grad; reads and writes param and sum.
-struct AdagradKernel {
-  template <class T>
-  struct Args {
-    T* p;
-    const T* g;
-    T* sum;
-    T gsign, wd, eps, neg_clr;
-  };
-  template <class T, bool kWd>
-  [[gnu::always_inline]] static void run(const Args<T>& args, int64_t begin, int64_t end) {
-    // Local copies, so that stores through the arrays cannot change them.
-    const Args<T> a = args;
-    T* __restrict pd = a.p;
-    const T* __restrict gd = a.g;
-    T* __restrict sumd = a.sum;
-    // The arrays are distinct tensors: no dependence between iterations.
-    ATH_IVDEP
-    for (int64_t i = begin; i < end; ++i) {
-      const T p = pd[i];
-      T g = gd[i] * a.gsign;
-      if constexpr (kWd) g = std::fma(a.wd, p, g);
-      const T s = std::fma(g, g, sumd[i]);
-      sumd[i] = s;
-      const T std_ = std::sqrt(s) + a.eps;
-      pd[i] = p + (a.neg_clr * g) / std_;
-    }
-  }
-};
-
-}  // namespace
-
 Adagrad::Adagrad(const std::vector<Tensor>& params, AdagradOptions options)
     : Adagrad(one_group(params, "Adagrad"), options) {}
 
@@ -75,7 +41,7 @@ void Adagrad::on_group_added(std::size_t g) {
   Group& grp = groups_[g];
   for (std::size_t i = 0; i < grp.params.size(); ++i) {
     ParamState& st = grp.state[i];
-    st.scalars["step"] = 0;
+    detail::counter_tensor(st, "step");
     detail::state_tensor(st, grp.params[i], "sum", options_[g].initial_accumulator_value);
   }
 }
@@ -83,30 +49,19 @@ void Adagrad::on_group_added(std::size_t g) {
 void Adagrad::step_group(std::size_t g) {
   const AdagradOptions& o = options_[g];
   Group& grp = groups_[g];
-  for (std::size_t i = 0; i < grp.params.size(); ++i) {
-    auto target = detail::prepare(name(), grp.params[i]);
-    if (!target) continue;
-    ParamState& st = grp.state[i];
-    detail::check_state(st, target->param);
-    const double step = (st.scalars["step"] += 1);
+  std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
+  const AdagradUpdateAttrs attrs{.lr = o.lr,
+                                 .lr_decay = o.lr_decay,
+                                 .weight_decay = o.weight_decay,
+                                 .eps = o.eps,
+                                 .maximize = o.maximize};
+  detail::run_update(op_adagrad_update(), attrs, ups, [&](detail::ParamUpdate& u) {
+    ParamState& st = *u.state;
     // Normally made with the group; recreated if a loaded state dict had none for this param.
-    Tensor sum = detail::state_tensor(st, target->param, "sum", o.initial_accumulator_value);
-    const double clr = o.lr / (1 + (step - 1) * o.lr_decay);
-    detail::dispatch_update(target->param, [&]<class T>() {
-      AdagradKernel::Args<T> a{target->param.data<T>(),
-                               target->grad.data<T>(),
-                               sum.data<T>(),
-                               T(o.maximize ? -1 : 1),
-                               T(o.weight_decay),
-                               T(o.eps),
-                               T(-clr)};
-      detail::with_flags(
-          [&]<bool kWd>() { detail::launch<AdagradKernel, T, kWd>(a, target->numel()); },
-          o.weight_decay != 0);
-    });
-    sum.bump_version();
-    target->finish();
-  }
+    return std::vector<Tensor>{
+        detail::counter_tensor(st, "step"), u.param, u.grad,
+        detail::state_tensor(st, u.param, "sum", o.initial_accumulator_value)};
+  });
 }
 
 }  // namespace ath::optim

@@ -27,6 +27,12 @@ const Tensor& ParamState::tensor(std::string_view name) const {
   return *t;
 }
 
+double ParamState::counter(const std::string& name) const {
+  auto it = counters.find(name);
+  ATH_CHECK(it != counters.end(), KeyError, "optimizer state has no counter '{}'", name);
+  return it->second.item<double>();
+}
+
 // ---- ParamGroupRef ------------------------------------------------------------------------------
 
 const std::vector<Tensor>& ParamGroupRef::params() const { return opt_->params(index_); }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "athanor/core/error.h"
+#include "athanor/ops/creation.h"
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/grad_mode.h"
 #include "json_util.h"
@@ -41,7 +42,8 @@ OptimizerState Optimizer::state_dict() const {
       const ParamState& st = grp.state[i];
       if (st.empty()) continue;
       json sj = json::object();
-      for (const auto& [key, v] : st.scalars) {
+      for (const auto& [key, t] : st.counters) {
+        const double v = t.item<double>();
         if (key == "step")
           sj[key] = static_cast<int64_t>(v);
         else
@@ -115,7 +117,7 @@ void Optimizer::load_state_dict(const OptimizerState& sd) {
       if (skey == "step")
         ATH_CHECK(x >= 0 && x == std::floor(x), ValueError,
                   "{}: step must be a non-negative integer, got {}", swho, x);
-      st.scalars[skey] = x;
+      st.counters[skey] = full({}, x, kFloat64);
     }
     const bool any_state = !sj.empty();
     auto take = [&](const std::string& name, bool required) {
@@ -145,7 +147,7 @@ void Optimizer::load_state_dict(const OptimizerState& sd) {
     for (const std::string& n : spec.optional_tensors) take(n, false);
     if (!st.empty())
       for (const std::string& n : spec.scalars)
-        ATH_CHECK(st.scalars.contains(n), KeyError, "{}: missing entry '{}'", swho, n);
+        ATH_CHECK(st.counters.contains(n), KeyError, "{}: missing entry '{}'", swho, n);
     state[g][i] = std::move(st);
   }
   for (const auto& [key, t] : sd.tensors)

@@ -118,7 +118,7 @@ TEST(Optimizer, ParamsWithoutGradAreSkippedAndGetNoState) {
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{3, 4}));
   EXPECT_FALSE(opt.state(0, 0).empty());
   EXPECT_TRUE(opt.state(0, 1).empty());
-  EXPECT_EQ(opt.state(0, 0).scalars.at("step"), 1);
+  EXPECT_EQ(opt.state(0, 0).counter("step"), 1);
   EXPECT_EQ(opt.state(0, 0).tensors.size(), 2u);
 }
 
@@ -200,7 +200,7 @@ TEST(Optimizer, StateThatNoLongerFitsItsParamIsAnError) {
 TEST(Optimizer, AdagradCreatesStateForEveryParamAtConstruction) {
   Tensor a = param({1, 2}), b = param({3});
   Adagrad opt({a}, {.initial_accumulator_value = 0.25});
-  EXPECT_EQ(opt.state(0, 0).scalars.at("step"), 0);
+  EXPECT_EQ(opt.state(0, 0).counter("step"), 0);
   EXPECT_EQ(opt.state(0, 0).tensor("sum").to_vector<float>(), (std::vector<float>{0.25, 0.25}));
   opt.add_param_group({.params = {b}, .initial_accumulator_value = 0.5});
   EXPECT_EQ(opt.state(1, 0).tensor("sum").to_vector<float>(), (std::vector<float>{0.5}));

@@ -7,7 +7,9 @@
 // 1. shape rule (validates; errors are prefixed with the op's name),
 // 2. inputs converted to the kernel dtype (type promotion), outputs allocated,
 // 3. the kernel for (device, dtype) runs — or, for a view op, the aliasing output is built,
-// 4. if grad mode is on and an input requires grad, an OpNode is recorded,
+// 4. if grad mode is on and an input requires grad, an OpNode is recorded (an op that writes
+//    inputs in place, such as an optimizer update, is not differentiable: it bumps their
+//    versions instead),
 // 5. if a tracer is installed, the call is appended to its graph.
 #pragma once
 
@@ -65,6 +67,11 @@ TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<
 [[noreturn]] void missing_kernel(const OpDef& op, DeviceType device, DType dtype);
 bool any_requires_grad(TensorSpan inputs);
 void add_context(Error& e, const OpDef& op);
+// For an op that writes inputs in place: refuses a written input that autograd tracks (while
+// grad mode is on, as PyTorch refuses an in-place write to a leaf that requires grad), before
+// the kernel runs; after it, bumps each written input's version counter.
+void check_written_inputs(const OpDef& op, TensorSpan inputs, const void* attrs);
+void bump_written_inputs(const OpDef& op, TensorSpan inputs, const void* attrs);
 
 // (wire_node, run_backward and release, the autograd wiring, are declared in op.h.)
 
@@ -102,6 +109,7 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       outputs.push_back(spec.view(inputs[0], attrs));
     } else {
       OutputSpec out_spec = spec.infer(inputs, attrs);
+      if (op.writes_inputs) detail::check_written_inputs(op, inputs, &attrs);
       detail::KernelScope kernel_scope;
       std::vector<Tensor> converted;
       TensorSpan kernel_inputs = detail::promote(op, inputs, out_spec.kernel_dtype, converted);
@@ -110,6 +118,7 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       if (kernel == nullptr) detail::missing_kernel(op, device, out_spec.kernel_dtype);
       outputs = detail::allocate_outputs(out_spec);
       kernel(kernel_inputs, std::span<Tensor>(outputs.data(), outputs.size()), attrs);
+      if (op.writes_inputs) detail::bump_written_inputs(op, inputs, &attrs);
     }
   } catch (Error& e) {
     detail::add_context(e, op);

@@ -66,6 +66,12 @@ enum class OpKind : uint8_t {
 // Whether the kernel may write its output over input 0 (`add_` and friends).
 enum class InplacePolicy : uint8_t { None, OverInput0 };
 
+// Which inputs an op writes in place (the optimizers' multi-tensor updates, gradient clipping):
+// decided from the input count and the attributes, so a variadic op over tensor lists can say
+// "every list but the gradients".
+template <class A>
+using MutatesFn = bool (*)(int input, int num_inputs, const A& attrs);
+
 // Attributes are plain aggregate structs (so call sites use designated initializers) with a
 // defaulted operator==; code that handles any op (the tracer, a graph executor) copies,
 // compares and replays them type-erased through OpDef (clone_attrs, attrs_equal, infer, run).
@@ -156,6 +162,9 @@ class OpDef {
   uint32_t save_inputs = 0;       // bit i: backward reads input i
   uint32_t save_outputs = 0;      // bit i: backward reads output i
   uint32_t promote_inputs = ~0u;  // bit i: input i is converted to the kernel dtype first
+  // Whether the kernel writes some inputs in place (see mutates_input); such an op is not
+  // differentiable, promotes nothing, and the dispatcher bumps the written inputs' versions.
+  bool writes_inputs = false;
   bool differentiable = true;
   std::string not_differentiable_reason;  // required when !differentiable
 
@@ -175,6 +184,9 @@ class OpDef {
   // call(): kernel, autograd recording and the observer, as the typed call.
   virtual OutputSpec infer(TensorSpan inputs, const void* attrs) const = 0;
   virtual Outputs run(TensorSpan inputs, const void* attrs) const = 0;
+  // Whether a call with `num_inputs` inputs and these attributes writes input `input` in place
+  // (always false unless writes_inputs). What a tracer needs to order and functionalize them.
+  virtual bool mutates_input(int input, int num_inputs, const void* attrs) const = 0;
 
  private:
   std::array<std::array<AnyFn, kNumDTypes>, kNumDeviceTypes> kernels_{};
@@ -199,6 +211,7 @@ struct OpSpec {
   ViewFn view = nullptr;    // views: builds the aliasing output from input 0
   BackwardFn backward = nullptr;
   std::string not_differentiable;  // set instead of backward: why there is no gradient
+  MutatesFn<A> mutates = nullptr;  // ops that write inputs in place: which ones
 };
 
 template <class A>
@@ -217,6 +230,8 @@ class Op : public OpDef {
     promote_inputs = spec_.promote_inputs;
     differentiable = spec_.backward != nullptr;
     not_differentiable_reason = spec_.not_differentiable;
+    writes_inputs = spec_.mutates != nullptr;
+    if (writes_inputs) promote_inputs = 0;  // a converted copy would take the write
   }
   const OpSpec<A>& spec() const { return spec_; }
   Kernel typed_kernel(DeviceType device, DType dtype) const {
@@ -232,6 +247,10 @@ class Op : public OpDef {
   }
   OutputSpec infer(TensorSpan inputs, const void* attrs) const override;
   Outputs run(TensorSpan inputs, const void* attrs) const override;  // in dispatch.h
+  bool mutates_input(int input, int num_inputs, const void* attrs) const override {
+    return spec_.mutates != nullptr &&
+           spec_.mutates(input, num_inputs, *static_cast<const A*>(attrs));
+  }
 
  private:
   OpSpec<A> spec_;

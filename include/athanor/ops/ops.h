@@ -11,6 +11,7 @@
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/losses.h"
 #include "athanor/ops/nn_functional.h"
+#include "athanor/ops/optimizer_updates.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
 #include "athanor/ops/rnn_cells.h"

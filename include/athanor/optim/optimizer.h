@@ -72,11 +72,14 @@ struct ParamGroup {
 
 // The state of one parameter: counters (named as in PyTorch: "step", "mu_product") and tensors
 // ("exp_avg", "momentum_buffer", ...) in creation order. Empty until the parameter's first step.
+// Counters are 0-d float64 tensors that the update ops advance in place (PyTorch keeps `step` in
+// a tensor too), so a traced step reads them rather than baking a number in.
 struct ParamState {
-  std::map<std::string, double> scalars;
+  std::map<std::string, Tensor> counters;
   std::vector<std::pair<std::string, Tensor>> tensors;
 
-  bool empty() const { return scalars.empty() && tensors.empty(); }
+  bool empty() const { return counters.empty() && tensors.empty(); }
+  double counter(const std::string& name) const;  // its value; KeyError when absent
   const Tensor* find(std::string_view name) const;
   Tensor* find(std::string_view name);
   const Tensor& tensor(std::string_view name) const;  // KeyError when absent

@@ -1,5 +1,6 @@
-// The fused update machinery every optimizer shares. A kernel is a struct with an `Args<T>`
-// (pointers + scalars already cast to T, as PyTorch casts a Python float to the tensor's
+// The fused update machinery every optimizer update op's kernel shares (the kernels beside this
+// file; the ops are declared in athanor/ops/optimizer_updates.h). A kernel is a struct with an
+// `Args<T>` (pointers + scalars already cast to T, as PyTorch casts a Python float to the tensor's
 // dtype) and an always-inline `run<T, flags...>(args, begin, end)` loop. `launch` runs it over
 // [0, n) with parallel_for (tensors under kUpdateGrain elements stay on the calling thread),
 // each element independent, so results never depend on the thread count.
@@ -13,15 +14,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 #include "athanor/core/cpu_isa.h"
 #include "athanor/core/parallel.h"
-#include "athanor/optim/optimizer.h"
+#include "athanor/ops/op.h"
 #include "athanor/tensor/tensor.h"
 
-namespace ath::optim::detail {
+namespace ath::optim_kernels {
 
 inline constexpr int64_t kUpdateGrain = 16384;
 
@@ -71,42 +70,34 @@ template <class T>
   return ((a > b) | (a != a)) ? a : b;
 }
 
-// A parameter with a gradient, ready for a fused update: `param` and `grad` are contiguous with
-// the parameter's dtype and shape. A non-contiguous parameter is updated in a contiguous copy
-// that finish() writes back; otherwise finish() bumps the version counter, so autograd notices
-// the in-place write.
-struct UpdateTarget {
-  Tensor param;
-  Tensor grad;
-  Tensor original;
-  bool copy_back = false;
-  int64_t numel() const { return param.numel(); }
-  void finish();
+// The multi-tensor layout of the update ops (athanor/ops/optimizer_updates.h): `lists`
+// equal-length lists concatenated. list(j)[i] is list j's tensor for parameter i.
+struct UpdateLists {
+  TensorSpan inputs;
+  int64_t n;
+  UpdateLists(TensorSpan in, int lists) : inputs(in), n(static_cast<int64_t>(in.size()) / lists) {}
+  const Tensor& at(int list, int64_t i) const {
+    return inputs[static_cast<std::size_t>(list * n + i)];
+  }
+  template <class T>
+  T* data(int list, int64_t i) const {
+    return at(list, i).data<T>();
+  }
 };
 
-// Nothing when the parameter has no gradient (it is skipped). Float16/bfloat16 parameters are
-// a NotImplementedError, other dtypes a DTypeError; a gradient whose shape or dtype differs from
-// the parameter's is a ShapeError / DTypeError.
-std::optional<UpdateTarget> prepare(std::string_view optimizer, const Tensor& param);
+// A 0-d float64 counter of the update (step, NAdam's mu_product), read and written in place.
+inline double& counter(const UpdateLists& l, int list, int64_t i) {
+  return *l.data<double>(list, i);
+}
 
-// A contiguous state tensor shaped like the parameter, filled with `value`.
-Tensor new_state(const Tensor& param, double value = 0.0);
-
-// ValueError unless every state tensor still has the parameter's shape and dtype (a parameter
-// replaced through set_data would otherwise be updated from out-of-bounds state). Called before
-// a parameter's update changes anything.
-void check_state(const ParamState& st, const Tensor& param);
-
-// The state tensor `name`, created (filled with `value`) when absent.
-Tensor state_tensor(ParamState& st, const Tensor& param, const char* name, double value = 0.0);
-
-// Calls fn.template operator()<T>() with T = float or double for the parameter's dtype.
+// Calls fn.template operator()<T>() with T = float or double (the kernel dtype; the shape rule
+// admits no other).
 template <class Fn>
-void dispatch_update(const Tensor& param, Fn&& fn) {
-  if (param.dtype() == kFloat64)
+void dispatch_update(DType dtype, Fn&& fn) {
+  if (dtype == kFloat64)
     fn.template operator()<double>();
   else
     fn.template operator()<float>();
 }
 
-}  // namespace ath::optim::detail
+}  // namespace ath::optim_kernels
