@@ -1,4 +1,4 @@
-// Op-table rows: to_dtype, clone, copy, fill.
+// Op-table rows: to_dtype, clone, copy.
 #include "support/op_table.h"
 #include "support/reference.h"
 
@@ -97,14 +97,6 @@ ATH_OP_ROWS(copy_ops) {
                  Tensor d = zeros({2, 3});
                  d.copy_(zeros({2}));
                }),
-      Row("fill")
-          .inputs({In::randn({2, 3})})
-          .call([](const Tensors& x) {
-            Tensor d = x[0] * 1.0;
-            d.fill_(2.5);
-            return d;
-          })
-          .ref(unary_ref([](double) { return 2.5; })),
   };
 }
 

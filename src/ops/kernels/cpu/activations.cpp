@@ -5,9 +5,9 @@
 
 #include <numbers>
 
+#include "common/isa_dispatch.h"
+#include "common/unary_kernel.h"
 #include "gelu_math.h"
-#include "isa_dispatch.h"
-#include "unary_kernel.h"
 
 namespace ath::kernels {
 namespace {

@@ -1,7 +1,7 @@
 // CPU kernels for add, mul, div, neg. Inputs arrive converted to the kernel dtype.
 #include "athanor/ops/pointwise.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/attention.h"
-#include "isa_dispatch.h"
-#include "nn_common.h"
-#include "register.h"
+#include "common/isa_dispatch.h"
+#include "common/nn_common.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

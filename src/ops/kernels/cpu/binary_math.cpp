@@ -5,7 +5,7 @@
 #include <atomic>
 
 #include "athanor/ops/pointwise.h"
-#include "unary_kernel.h"
+#include "common/unary_kernel.h"
 
 namespace ath::kernels {
 namespace {

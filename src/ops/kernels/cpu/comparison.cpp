@@ -3,7 +3,7 @@
 // for the unary ones), read once per output element; out[0] is a fresh bool tensor written once.
 #include "athanor/ops/comparison.h"
 
-#include "unary_kernel.h"
+#include "common/unary_kernel.h"
 
 namespace ath::kernels {
 namespace {

@@ -5,9 +5,9 @@
 #include "athanor/ops/conv.h"
 
 #include "athanor/ops/copy.h"
+#include "common/dnnl_utils.h"
+#include "common/register.h"
 #include "conv_kernels.h"
-#include "dnnl_utils.h"
-#include "register.h"
 
 namespace ath::kernels {
 

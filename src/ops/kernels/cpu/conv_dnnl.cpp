@@ -13,8 +13,8 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/creation.h"
+#include "common/dnnl_utils.h"
 #include "conv_kernels.h"
-#include "dnnl_utils.h"
 
 namespace ath::kernels {
 

@@ -11,8 +11,8 @@
 #include <xmmintrin.h>
 #endif
 
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "athanor/core/parallel.h"
-#include "register.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

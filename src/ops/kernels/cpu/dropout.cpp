@@ -9,9 +9,9 @@
 #include "athanor/core/rng.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/nn_functional.h"
-#include "nn_common.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/nn_common.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

@@ -1,7 +1,7 @@
 #include "athanor/ops/fill.h"
 
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

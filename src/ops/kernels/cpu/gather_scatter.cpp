@@ -8,9 +8,9 @@
 //     duplicates apply in index order (last write wins; sums in a fixed order), whatever the
 //     thread count.
 #include "athanor/ops/indexing.h"
-#include "index_util.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/index_util.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

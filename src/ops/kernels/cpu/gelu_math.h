@@ -11,7 +11,7 @@
 
 #include <cmath>
 
-#include "nn_common.h"
+#include "common/nn_common.h"
 
 namespace ath::kernels {
 

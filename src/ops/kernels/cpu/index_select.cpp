@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "athanor/ops/indexing.h"
-#include "index_util.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/index_util.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/tensor/tensor.h"
-#include "nn_common.h"
+#include "common/nn_common.h"
 
 namespace ath::kernels {
 

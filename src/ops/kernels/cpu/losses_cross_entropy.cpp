@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
+#include "common/register.h"
 #include "loss_kernel_helpers.h"
 #include "losses_isa.h"
-#include "register.h"
 
 namespace ath::kernels {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
+#include "common/register.h"
 #include "loss_kernel_helpers.h"
-#include "register.h"
 
 namespace ath::kernels {
 namespace {

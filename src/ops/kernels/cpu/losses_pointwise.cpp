@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 #include "loss_kernel_helpers.h"
 #include "losses_isa.h"
-#include "pointwise_loop.h"
-#include "register.h"
 
 namespace ath::kernels {
 namespace {

@@ -7,9 +7,9 @@
 //     row-major order with consecutive source elements (serial, same reason).
 //   nonzero: reads x once, writes one row of indices per nonzero element, serially.
 #include "athanor/ops/indexing.h"
-#include "index_util.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/index_util.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

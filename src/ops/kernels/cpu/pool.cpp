@@ -10,8 +10,8 @@
 #include "athanor/core/loop_hints.h"
 #include "athanor/core/parallel.h"
 #include "athanor/ops/conv.h"
-#include "isa_dispatch.h"
-#include "register.h"
+#include "common/isa_dispatch.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 

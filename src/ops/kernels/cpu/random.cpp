@@ -10,7 +10,7 @@
 #include "athanor/core/parallel.h"
 #include "athanor/core/rng.h"
 #include "athanor/ops/creation.h"
-#include "register.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

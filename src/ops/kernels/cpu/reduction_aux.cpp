@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 

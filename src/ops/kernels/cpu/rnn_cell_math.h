@@ -20,8 +20,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "exp_fast.h"
-#include "isa_dispatch.h"
+#include "common/exp_fast.h"
+#include "common/isa_dispatch.h"
 
 #define ATH_RNN_INLINE [[gnu::always_inline]] inline
 #define ATH_RNN_LAMBDA __attribute__((always_inline))

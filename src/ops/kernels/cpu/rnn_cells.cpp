@@ -8,8 +8,8 @@
 #include "athanor/ops/rnn_cells.h"
 
 #include "athanor/core/parallel.h"
-#include "nn_common.h"
-#include "register.h"
+#include "common/nn_common.h"
+#include "common/register.h"
 #include "rnn_cell_math.h"
 
 namespace ath::kernels {

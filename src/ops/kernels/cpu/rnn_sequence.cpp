@@ -26,7 +26,7 @@
 // split rows and columns only and column sums run in row order, so results do not depend on
 // the thread count.
 #include "athanor/ops/rnn_cells.h"
-#include "register.h"
+#include "common/register.h"
 #include "rnn_cell_math.h"
 #include "rnn_sequence_common.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "athanor/core/parallel.h"
-#include "gemm.h"
-#include "nn_common.h"
+#include "common/gemm.h"
+#include "common/nn_common.h"
 
 namespace ath::kernels::rnn {
 

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "athanor/ops/reduction.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 

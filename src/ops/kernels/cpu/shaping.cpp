@@ -8,9 +8,9 @@
 // All run through pointwise-style loops, parallel over output elements.
 #include "athanor/ops/shaping.h"
 
-#include "index_util.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/index_util.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

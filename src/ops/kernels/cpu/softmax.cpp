@@ -11,8 +11,8 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/nn_functional.h"
-#include "nn_common.h"
-#include "register.h"
+#include "common/nn_common.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

@@ -5,11 +5,15 @@
 // Memory contract: x is viewed as [M, N] with the reduced elements innermost (copied into a
 // permuted contiguous buffer when that is not a view); each row is read twice; each output is
 // written once.
+//
+// norm: one pass of reduce_loop (see its header for the memory contract and the fixed,
+// thread-count-independent order).
 #include <cmath>
+#include <limits>
 
 #include "athanor/ops/reduction.h"
-#include "reduce_loop.h"
-#include "register.h"
+#include "common/reduce_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 
@@ -75,10 +79,39 @@ void logsumexp_kernel(TensorSpan in, std::span<Tensor> out, const ReduceAttrs& a
   });
 }
 
+template <class T>
+void norm_kernel(TensorSpan in, std::span<Tensor> out, const NormAttrs& a) {
+  using C = compute_t<T>;
+  const Tensor& x = in[0];
+  Tensor& o = out[0];
+  auto plus = [](C u, C v) { return u + v; };
+  auto same = [](C v) { return v; };
+  auto abs = [](C v) { return std::abs(v); };
+  const double p = a.p;
+  if (p == 2) {
+    reduce_loop<T, C, T>(
+        x, a.dims, o, C(0), plus, [](C v) { return std::sqrt(v); }, [](C v) { return v * v; });
+  } else if (p == 1) {
+    reduce_loop<T, C, T>(x, a.dims, o, C(0), plus, same, abs);
+  } else if (p == 0) {
+    reduce_loop<T, C, T>(x, a.dims, o, C(0), plus, same, [](C v) { return C(v != C(0)); });
+  } else if (p > 0 && std::isinf(p)) {
+    reduce_loop<T, C, T>(x, a.dims, o, C(0), max_nan<C>, same, abs);
+  } else if (std::isinf(p)) {
+    reduce_loop<T, C, T>(x, a.dims, o, std::numeric_limits<C>::infinity(), min_nan<C>, same, abs);
+  } else {
+    const C cp = static_cast<C>(p), inv = static_cast<C>(1.0 / p);
+    reduce_loop<T, C, T>(
+        x, a.dims, o, C(0), plus, [inv](C v) { return std::pow(v, inv); },
+        [cp](C v) { return std::pow(std::abs(v), cp); });
+  }
+}
+
 const bool registered = [] {
   register_cpu_floating(op_var(), []<class T>() { return &var_kernel<T, false>; });
   register_cpu_floating(op_std(), []<class T>() { return &var_kernel<T, true>; });
   register_cpu_floating(op_logsumexp(), []<class T>() { return &logsumexp_kernel<T>; });
+  register_cpu_floating(op_norm(), []<class T>() { return &norm_kernel<T>; });
   return true;
 }();
 

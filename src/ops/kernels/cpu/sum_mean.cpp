@@ -1,8 +1,8 @@
 // CPU kernels for sum and mean. Floats accumulate in float (16-lane strips keep the error
 // near pairwise summation's), doubles in double, integers in int64.
 #include "athanor/ops/reduction.h"
-#include "reduce_loop.h"
-#include "register.h"
+#include "common/reduce_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 

@@ -2,7 +2,7 @@
 // Memory contract: see unary_kernel.h (read in[0], write out[0] once per element; may alias).
 // Integer inputs of the floating-result ops arrive already converted to float32.
 #include "athanor/ops/pointwise.h"
-#include "unary_kernel.h"
+#include "common/unary_kernel.h"
 
 namespace ath::kernels {
 namespace {

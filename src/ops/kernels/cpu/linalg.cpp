@@ -2,9 +2,10 @@
 // (gemm.h), which runs oneDNN for float32/bfloat16 and the blocked kernel for float64.
 // Memory contract: reads the inputs in place (any strides), writes the contiguous output once.
 #include "athanor/ops/linalg.h"
+
 #include "athanor/ops/views.h"
-#include "gemm.h"
-#include "register.h"
+#include "common/gemm.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 

@@ -32,7 +32,7 @@ RefFn backward_ref(int64_t groups, int which) {
 
 }  // namespace
 
-ATH_OP_ROWS(nn_group_norm) {
+ATH_OP_ROWS(group_norm) {
   return {
       Row("group_norm", "affine_4d")
           .inputs({In::randn({2, 6, 2, 2}), In::randn({6}), In::randn({6})})

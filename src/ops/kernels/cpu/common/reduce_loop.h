@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "athanor/core/parallel.h"
@@ -40,6 +41,25 @@ struct CastTo {
     return static_cast<Acc>(v);
   }
 };
+
+// Max/min that propagate NaN, as torch.amax/amin (the combiners of amax, amin and the
+// infinity norms).
+template <class C>
+C max_nan(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return (b > a || b != b) ? b : a;
+  } else {
+    return b > a ? b : a;
+  }
+}
+template <class C>
+C min_nan(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return (b < a || b != b) ? b : a;
+  } else {
+    return b < a ? b : a;
+  }
+}
 
 // Permutes x so the kept dims come first and the reduced dims last, returning the number of
 // outputs M and of reduced elements per output N. Copies when that view is not contiguous.

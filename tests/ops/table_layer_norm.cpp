@@ -43,7 +43,7 @@ RefFn backward_ref(Shape ns, bool has_w, int which) {
 
 }  // namespace
 
-ATH_OP_ROWS(nn_layer_norm) {
+ATH_OP_ROWS(layer_norm) {
   return {
       Row("layer_norm", "affine")
           .inputs({In::randn({3, 4, 5}), In::randn({5}), In::randn({5})})

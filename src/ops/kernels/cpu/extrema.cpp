@@ -1,20 +1,48 @@
-// CPU kernels for max/min along a dim (values + indices) and argmax/argmin.
+// CPU kernels for amax/amin, max/min along a dim (values + indices) and argmax/argmin.
 //
-// Memory contract: reads every element of x once (a layout that is neither "reduced dim
-// innermost" nor "reduced block before kept inner dims" is first copied into a permuted
-// contiguous buffer); writes each output value/index once.
+// amax/amin run on reduce_loop (see its header for the memory contract and the fixed,
+// thread-count-independent order).
+//
+// Memory contract (max/min along a dim, argmax/argmin): reads every element of x once (a
+// layout that is neither "reduced dim innermost" nor "reduced block before kept inner dims" is
+// first copied into a permuted contiguous buffer); writes each output value/index once.
 //
 // Ties keep the first occurrence and NaN counts as the extremum (the first NaN wins), as in
 // PyTorch. Each output scans its elements in index order; a single-output reduction of a large
 // tensor scans fixed chunks in parallel and merges their winners in chunk order, which keeps the
 // first occurrence — so results do not depend on the thread count.
+#include <limits>
+
 #include "athanor/ops/reduction.h"
-#include "reduce_loop.h"
-#include "register.h"
+#include "common/reduce_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 
 namespace {
+
+// The identity of max (Max) or min: -inf/+inf for floats, the extreme value otherwise.
+template <class C, bool Max>
+C extremum_identity() {
+  using L = std::numeric_limits<C>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return Max ? -L::infinity() : L::infinity();
+  } else {
+    return Max ? L::lowest() : L::max();
+  }
+}
+
+template <class T, bool Max>
+void extremum_kernel(TensorSpan in, std::span<Tensor> out, const ReduceAttrs& a) {
+  using C = compute_t<T>;
+  const C init = extremum_identity<C, Max>();
+  auto same = [](C v) { return v; };
+  if constexpr (Max) {
+    reduce_loop<T, C, T>(in[0], a.dims, out[0], init, max_nan<C>, same);
+  } else {
+    reduce_loop<T, C, T>(in[0], a.dims, out[0], init, min_nan<C>, same);
+  }
+}
 
 template <class C, bool Max>
 inline bool better(C v, C best) {
@@ -125,6 +153,8 @@ void arg_kernel(TensorSpan in, std::span<Tensor> out, const ArgAttrs& a) {
 }
 
 const bool registered = [] {
+  register_cpu_all(op_amax(), []<class T>() { return &extremum_kernel<T, true>; });
+  register_cpu_all(op_amin(), []<class T>() { return &extremum_kernel<T, false>; });
   register_cpu_all(op_max_dim(), []<class T>() { return &dim_kernel<T, true>; });
   register_cpu_all(op_min_dim(), []<class T>() { return &dim_kernel<T, false>; });
   register_cpu_numeric(op_argmax(), []<class T>() { return &arg_kernel<T, true>; });

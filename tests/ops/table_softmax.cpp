@@ -27,7 +27,7 @@ Tensor softmax_backward_ref(const Tensor& g, const Tensor& y, int64_t dim, bool 
 
 }  // namespace
 
-ATH_OP_ROWS(nn_softmax) {
+ATH_OP_ROWS(softmax) {
   return {
       Row("softmax", "last")
           .inputs({In::randn({3, 7})})

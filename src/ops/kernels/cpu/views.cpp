@@ -1,11 +1,12 @@
 // view_scatter: zeros(base_shape), then grad added at the positions of a strided view.
 // Memory contract: writes every element of out (zero fill), then reads each grad element once and
 // adds it at its view position (positions may repeat for overlapping views: they accumulate).
+#include "athanor/ops/views.h"
+
 #include <cstring>
 
-#include "athanor/ops/views.h"
-#include "pointwise_loop.h"
-#include "register.h"
+#include "common/pointwise_loop.h"
+#include "common/register.h"
 
 namespace ath::kernels {
 namespace {

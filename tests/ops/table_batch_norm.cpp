@@ -67,7 +67,7 @@ std::vector<In> bn_backward_inputs(Shape x, int64_t c) {
 
 }  // namespace
 
-ATH_OP_ROWS(nn_batch_norm) {
+ATH_OP_ROWS(batch_norm) {
   return {
       Row("batch_norm", "train_4d")
           .inputs(bn_inputs({3, 2, 2, 3}, 2))
