@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
+#include "common/isa_dispatch.h"
 #include "common/register.h"
 #include "loss_kernel_helpers.h"
-#include "losses_isa.h"
 
 namespace ath::kernels {
 namespace {
@@ -31,21 +31,17 @@ namespace {
 namespace base {
 #include "losses_cross_entropy_impl.h"
 }  // namespace base
-#if ATH_LOSSES_MULTI_ISA
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#pragma GCC optimize("fp-contract=off")  // same roundings as the baseline copy
+#if ATH_ISA_MULTI
+ATH_ISA_BEGIN_AVX2
 namespace avx2 {
 #include "losses_cross_entropy_impl.h"
 }  // namespace avx2
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")
-#pragma GCC optimize("fp-contract=off")
+ATH_ISA_END
+ATH_ISA_BEGIN_AVX512
 namespace avx512 {
 #include "losses_cross_entropy_impl.h"
 }  // namespace avx512
-#pragma GCC pop_options
+ATH_ISA_END
 #endif
 
 const bool registered = [] {
@@ -54,7 +50,7 @@ const bool registered = [] {
                         []<class T>() { return &base::cross_entropy_kernel<T>; });
   register_cpu_floating(op_cross_entropy_backward(),
                         []<class T>() { return &base::cross_entropy_backward_kernel<T>; });
-#if ATH_LOSSES_MULTI_ISA
+#if ATH_ISA_MULTI
   register_cpu<float>(
       op_cross_entropy(),
       []<class T>() {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "athanor/ops/losses.h"
+#include "common/isa_dispatch.h"
 #include "common/pointwise_loop.h"
 #include "common/register.h"
 #include "loss_kernel_helpers.h"
-#include "losses_isa.h"
 
 namespace ath::kernels {
 namespace {
@@ -82,32 +82,28 @@ double divisor(Reduction r, const Shape& x) {
   return 1.0;
 }
 
-// One copy of the kernel bodies per ISA (see losses_isa.h).
+// One copy of the kernel bodies per ISA (see isa_dispatch.h).
 namespace base {
 #include "losses_pointwise_impl.h"
 }  // namespace base
-#if ATH_LOSSES_MULTI_ISA
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#pragma GCC optimize("fp-contract=off")  // same roundings as the baseline copy
+#if ATH_ISA_MULTI
+ATH_ISA_BEGIN_AVX2
 namespace avx2 {
 #include "losses_pointwise_impl.h"
 }  // namespace avx2
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")
-#pragma GCC optimize("fp-contract=off")
+ATH_ISA_END
+ATH_ISA_BEGIN_AVX512
 namespace avx512 {
 #include "losses_pointwise_impl.h"
 }  // namespace avx512
-#pragma GCC pop_options
+ATH_ISA_END
 #endif
 
 template <Kind K>
 void register_loss(const Op<PointwiseLossAttrs>& fwd, const Op<PointwiseLossAttrs>& bwd) {
   register_cpu_floating(fwd, []<class T>() { return &base::loss_kernel<T, K>; });
   register_cpu_floating(bwd, []<class T>() { return &base::loss_backward_kernel<T, K>; });
-#if ATH_LOSSES_MULTI_ISA
+#if ATH_ISA_MULTI
   register_cpu<float>(
       fwd,
       []<class T>() {

@@ -1,5 +1,5 @@
 // The elementwise loss kernels' bodies, included by losses_pointwise.cpp once per instruction
-// set inside its own namespace (see losses_isa.h). No include guard on purpose.
+// set inside its own namespace (see isa_dispatch.h). No include guard on purpose.
 //
 // Memory contract: see losses_pointwise.cpp.
 

@@ -1,4 +1,4 @@
-// Math the loss kernels inline, included by each ISA copy of a kernel body (see losses_isa.h):
+// Math the loss kernels inline, included by each ISA copy of a kernel body (see isa_dispatch.h):
 // no include guard, no includes (the includer provides <bit>, <cmath>, <limits>).
 //
 // Copies of nn_common.h's lane_max / lane_sum, with the same arithmetic (so results match the

@@ -28,6 +28,10 @@
 
 namespace ath::kernels::rnn {
 
+template <class F>
+void for_rows_baseline(int64_t b0, int64_t b1, const F& f) {
+  for (int64_t b = b0; b < b1; ++b) f(b);
+}
 #if ATH_ISA_MULTI
 template <class F>
 ATH_ISA_TARGET_AVX512 void for_rows_avx512(int64_t b0, int64_t b1, const F& f) {
@@ -44,11 +48,10 @@ ATH_ISA_TARGET_AVX2 void for_rows_avx2(int64_t b0, int64_t b1, const F& f) {
 template <class F>
 void for_rows(int64_t b0, int64_t b1, const F& f) {
 #if ATH_ISA_MULTI
-  const CpuIsa isa = cpu_isa();
-  if (isa >= CpuIsa::Avx512) return for_rows_avx512(b0, b1, f);
-  if (isa >= CpuIsa::Avx2) return for_rows_avx2(b0, b1, f);
+  return pick_isa_copy(&for_rows_baseline<F>, &for_rows_avx2<F>, &for_rows_avx512<F>)(b0, b1, f);
+#else
+  for_rows_baseline(b0, b1, f);
 #endif
-  for (int64_t b = b0; b < b1; ++b) f(b);
 }
 
 // Rows of hidden units per parallel chunk: a cell costs tens of flops (an exp per gate), so

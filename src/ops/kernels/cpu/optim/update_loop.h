@@ -7,15 +7,16 @@
 //
 // PyTorch's CPU kernels (AVX2 here) compute `add(x, alpha)` and `addcmul` with fused
 // multiply-adds; kernels call std::fma at the same places so float32 trajectories match
-// bit for bit. Every loop is compiled twice: with AVX2+FMA instructions (vectorized, chosen
-// when ath::cpu_isa() allows) and for the baseline ISA, where std::fma is libm's exact fma (slower,
-// same results).
+// bit for bit. Every loop is compiled for AVX-512, AVX2 and the baseline ISA (isa_dispatch.h's
+// targets, chosen per call by ath::cpu_isa()); in the baseline copy std::fma is libm's exact
+// fma (slower, same results), and the files build with -ffp-contract=off, so no copy fuses
+// anything else: every ISA gives the same bits.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "athanor/core/cpu_isa.h"
+#include "../common/isa_dispatch.h"
 #include "athanor/core/parallel.h"
 #include "athanor/ops/op.h"
 #include "athanor/tensor/tensor.h"
@@ -25,25 +26,31 @@ namespace ath::optim_kernels {
 inline constexpr int64_t kUpdateGrain = 16384;
 
 template <class K, class T, bool... F>
-__attribute__((target("avx2,fma"))) void run_fma(const typename K::template Args<T>& a,
-                                                 int64_t begin, int64_t end) {
+void run_baseline(const typename K::template Args<T>& a, int64_t begin, int64_t end) {
   K::template run<T, F...>(a, begin, end);
 }
-
+#if ATH_ISA_MULTI
 template <class K, class T, bool... F>
-void run_plain(const typename K::template Args<T>& a, int64_t begin, int64_t end) {
+ATH_ISA_TARGET_AVX2 void run_avx2(const typename K::template Args<T>& a, int64_t begin,
+                                  int64_t end) {
   K::template run<T, F...>(a, begin, end);
 }
+template <class K, class T, bool... F>
+ATH_ISA_TARGET_AVX512 void run_avx512(const typename K::template Args<T>& a, int64_t begin,
+                                      int64_t end) {
+  K::template run<T, F...>(a, begin, end);
+}
+#endif
 
 template <class K, class T, bool... F>
 void launch(const typename K::template Args<T>& a, int64_t n) {
-  const bool fma = cpu_isa() >= CpuIsa::Avx2;  // AVX2 and AVX-512 hosts, unless capped
-  parallel_for(0, n, kUpdateGrain, [&](int64_t begin, int64_t end) {
-    if (fma)
-      run_fma<K, T, F...>(a, begin, end);
-    else
-      run_plain<K, T, F...>(a, begin, end);
-  });
+  using Copy = void (*)(const typename K::template Args<T>&, int64_t, int64_t);
+  Copy copy = &run_baseline<K, T, F...>;
+#if ATH_ISA_MULTI
+  copy = kernels::pick_isa_copy<Copy>(&run_baseline<K, T, F...>, &run_avx2<K, T, F...>,
+                                      &run_avx512<K, T, F...>);
+#endif
+  parallel_for(0, n, kUpdateGrain, [&](int64_t begin, int64_t end) { copy(a, begin, end); });
 }
 
 // Calls fn.template operator()<b0, b1, ...>() with the runtime flags as template arguments, so
