@@ -3,6 +3,8 @@
 // an uncontended lock (~20 ns) is small next to an op's dispatch.
 #include "athanor/core/allocator.h"
 
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -135,6 +137,41 @@ void empty_cache() {
   for (auto& [size, list] : blocks) {
     for (void* p : list) std::free(p);
   }
+}
+
+// ---- the per-device-type allocator table ----------------------------------------------------
+
+namespace {
+
+class CpuCachingAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t nbytes, Device) override { return detail::cpu_allocate(nbytes); }
+  void deallocate(void* ptr, std::size_t nbytes, Device) override {
+    detail::cpu_deallocate(ptr, nbytes);
+  }
+};
+
+// Atomic so that installing an allocator while other threads allocate is well defined (an
+// allocator is installed once, at start-up, in practice).
+std::array<std::atomic<Allocator*>, kNumDeviceTypes>& allocators() {
+  static_assert(static_cast<int>(DeviceType::CPU) == 0);
+  static std::array<std::atomic<Allocator*>, kNumDeviceTypes> table{&cpu_caching_allocator()};
+  return table;
+}
+
+}  // namespace
+
+Allocator& cpu_caching_allocator() {
+  static auto* a = new CpuCachingAllocator();  // never destroyed, like the cache
+  return *a;
+}
+
+Allocator* allocator(DeviceType type) {
+  return allocators()[static_cast<std::size_t>(type)].load(std::memory_order_acquire);
+}
+
+Allocator* set_allocator(DeviceType type, Allocator* a) {
+  return allocators()[static_cast<std::size_t>(type)].exchange(a, std::memory_order_acq_rel);
 }
 
 }  // namespace ath

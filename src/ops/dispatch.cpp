@@ -9,7 +9,7 @@ namespace ath {
 
 namespace detail {
 
-void check_inputs(const OpDef& op, TensorSpan inputs) {
+Device check_inputs(const OpDef& op, TensorSpan inputs) {
   if (op.num_inputs >= 0) {
     ATH_CHECK(static_cast<int>(inputs.size()) == op.num_inputs, Error,
               "expected {} tensor inputs, got {}", op.num_inputs, inputs.size());
@@ -17,11 +17,22 @@ void check_inputs(const OpDef& op, TensorSpan inputs) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     ATH_CHECK(inputs[i].defined(), ValueError, "input {} is an undefined tensor", i);
   }
+  if (inputs.empty()) return kCPU;
+  const Device device = inputs[0].device();
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    ATH_CHECK(inputs[i].device() == device, ValueError,
+              "expected all inputs on one device: input 0 is on {}, input {} on {}",
+              to_string(device), i, to_string(inputs[i].device()));
+  }
+  return device;
 }
 
-Outputs allocate_outputs(const OutputSpec& spec) {
+Outputs allocate_outputs(OutputSpec& spec, Device device) {
   Outputs out;
-  for (const TensorMeta& m : spec.outputs) out.push_back(empty(m.shape, m.dtype));
+  for (TensorMeta& m : spec.outputs) {
+    m.device = device;
+    out.push_back(empty(m.shape, m.dtype, device));
+  }
   return out;
 }
 
@@ -99,7 +110,7 @@ void wire_node(Node& node, BackwardContext& ctx, const OpDef& op, TensorSpan inp
   ctx.op_name_ = op.name;
   for (std::size_t i = 0; i < n_in; ++i) {
     const Tensor& t = inputs[i];
-    ctx.input_meta_[i] = {t.shape(), t.dtype()};
+    ctx.input_meta_[i] = {t.shape(), t.dtype(), t.device()};
     node.next_edges[i] = gradient_edge(t);
     ctx.needs_grad_[i] = node.next_edges[i].valid();
     if (op.save_inputs >> std::min<std::size_t>(i, 31) & 1u) {
@@ -176,6 +187,9 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
     ATH_CHECK(g.shape() == m.shape, AutogradError,
               "backward of '{}' returned a gradient of shape {} for input {} of shape {}", op.name,
               to_string(g.shape()), i, to_string(m.shape));
+    ATH_CHECK(g.device() == m.device, AutogradError,
+              "backward of '{}' returned a gradient on {} for input {} on {}", op.name,
+              to_string(g.device()), i, to_string(m.device));
     if (g.dtype() != m.dtype) g = g.to(m.dtype);
   }
   return result;

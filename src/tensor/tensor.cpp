@@ -48,6 +48,9 @@ Scalar Tensor::item() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  ATH_CHECK(device().type == DeviceType::CPU, NotImplementedError,
+            "to_vector(): the tensor is on {}; reading it on the host needs a copy to the CPU",
+            ath::to_string(device()));
   std::vector<T> out;
   int64_t n = numel();
   out.reserve(static_cast<std::size_t>(n));
@@ -85,12 +88,12 @@ template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<Half> Tensor::to_vector<Half>() const;
 template std::vector<BFloat16> Tensor::to_vector<BFloat16>() const;
 
-Tensor empty(const Shape& shape, DType dtype) {
+Tensor empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape) {
     ATH_CHECK(s >= 0, ShapeError, "empty: negative size in shape {}", to_string(shape));
   }
   std::size_t bytes = static_cast<std::size_t>(ath::numel(shape)) * element_size(dtype);
-  return Tensor(std::make_shared<TensorImpl>(StorageImpl::allocate(bytes), shape,
+  return Tensor(std::make_shared<TensorImpl>(StorageImpl::allocate(bytes, device), shape,
                                              contiguous_strides(shape), 0, dtype));
 }
 

@@ -1,8 +1,12 @@
-// The caching CPU allocator. Every tensor's storage comes from here: blocks are 64-byte aligned
-// (a cache line and an AVX-512 vector) and, when freed, kept in per-size bins for reuse, so a
-// training loop that allocates the same shapes every step stops calling malloc after step one.
-// Blocks over 16 MB are handed back to the OS before any new block is taken from it, so the
-// cache never raises the process's peak memory.
+// Where tensor memory comes from: one Allocator per device type, behind every storage
+// allocation (StorageImpl::allocate). The CPU's is the caching allocator below; a device's
+// allocator (CUDA's) or the graph compiler's arena plugs in with set_allocator.
+//
+// The caching CPU allocator: blocks are 64-byte aligned (a cache line and an AVX-512 vector)
+// and, when freed, kept in per-size bins for reuse, so a training loop that allocates the same
+// shapes every step stops calling malloc after step one. Blocks over 16 MB are handed back to
+// the OS before any new block is taken from it, so the cache never raises the process's peak
+// memory.
 //
 //   auto before = memory_stats();
 //   { Tensor t = empty({1024, 1024}); }               // freed into the cache, not to the OS
@@ -10,12 +14,35 @@
 //   assert(memory_stats().cached_bytes >= 4 << 20);   // its 4 MB block, kept for reuse
 //   empty_cache();                                     // hands cached blocks back to the OS
 //   assert(memory_stats().cached_bytes == 0);
+//   assert(allocator(DeviceType::CPU) == &cpu_caching_allocator());
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "athanor/core/device.h"
+
 namespace ath {
+
+// Memory for one device type's tensors. Implementations are thread-safe; a block is returned
+// with the size and device it was allocated with.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // A block of at least nbytes (nbytes may be 0), 64-byte aligned, on `device`. Throws an
+  // ath::Error when the memory cannot be had.
+  virtual void* allocate(std::size_t nbytes, Device device) = 0;
+  virtual void deallocate(void* ptr, std::size_t nbytes, Device device) = 0;
+};
+
+// The allocator new storage on `type` comes from; null where none is installed (every type but
+// the CPU, today).
+Allocator* allocator(DeviceType type);
+// Installs `a` for `type` and returns the previous one. `a` is not owned and must outlive every
+// storage it allocated (each storage frees through the allocator that made it). Null removes it.
+Allocator* set_allocator(DeviceType type, Allocator* a);
+// The CPU's default allocator (the caching one below).
+Allocator& cpu_caching_allocator();
 
 struct MemoryStats {
   int64_t current_bytes = 0;       // bytes in live tensors (block sizes, after rounding)

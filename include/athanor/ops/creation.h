@@ -20,11 +20,13 @@
 
 namespace ath {
 
-// (empty() itself is declared in tensor.h: the allocation primitive.)
-Tensor zeros(const Shape& shape, DType dtype = kFloat32);
-Tensor ones(const Shape& shape, DType dtype = kFloat32);
+// (empty() itself is declared in tensor.h: the allocation primitive.) The constant factories
+// take a device (core/device.h); the *_like ones make their tensor on t's.
+Tensor zeros(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
 // dtype defaults to the value's: float32 for a floating scalar, int64 for an integer, bool.
-Tensor full(const Shape& shape, const Scalar& value, std::optional<DType> dtype = {});
+Tensor full(const Shape& shape, const Scalar& value, std::optional<DType> dtype = {},
+            Device device = kCPU);
 Tensor empty_like(const Tensor& t, std::optional<DType> dtype = {});
 Tensor zeros_like(const Tensor& t, std::optional<DType> dtype = {});
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype = {});

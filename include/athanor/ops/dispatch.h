@@ -59,8 +59,11 @@ struct KernelScope {
 };
 
 // Non-template halves of call(), kept out of line so each op's instantiation stays small.
-void check_inputs(const OpDef& op, TensorSpan inputs);
-Outputs allocate_outputs(const OutputSpec& spec);
+// Checks the arity and that every input is defined and on one device, which it returns (the
+// CPU for an op without inputs).
+Device check_inputs(const OpDef& op, TensorSpan inputs);
+// Allocates the outputs on `device`, recording it in spec's metadata.
+Outputs allocate_outputs(OutputSpec& spec, Device device);
 // Converts inputs selected by the op's promote mask to `dtype`; returns inputs unchanged (and
 // `storage` empty) when no conversion is needed.
 TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<Tensor>& storage);
@@ -103,7 +106,7 @@ template <class A>
 Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
   Outputs outputs;
   try {
-    detail::check_inputs(op, inputs);
+    const Device device = detail::check_inputs(op, inputs);
     const OpSpec<A>& spec = op.spec();
     if (spec.view != nullptr) {
       outputs.push_back(spec.view(inputs[0], attrs));
@@ -113,10 +116,9 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       detail::KernelScope kernel_scope;
       std::vector<Tensor> converted;
       TensorSpan kernel_inputs = detail::promote(op, inputs, out_spec.kernel_dtype, converted);
-      DeviceType device = inputs.empty() ? DeviceType::CPU : inputs[0].device().type;
-      auto kernel = op.typed_kernel(device, out_spec.kernel_dtype);
-      if (kernel == nullptr) detail::missing_kernel(op, device, out_spec.kernel_dtype);
-      outputs = detail::allocate_outputs(out_spec);
+      auto kernel = op.typed_kernel(device.type, out_spec.kernel_dtype);
+      if (kernel == nullptr) detail::missing_kernel(op, device.type, out_spec.kernel_dtype);
+      outputs = detail::allocate_outputs(out_spec, device);
       kernel(kernel_inputs, std::span<Tensor>(outputs.data(), outputs.size()), attrs);
       if (op.writes_inputs) detail::bump_written_inputs(op, inputs, &attrs);
     }
@@ -139,10 +141,14 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
 template <class A>
 OutputSpec Op<A>::infer(TensorSpan inputs, const void* attrs) const {
   const A& a = *static_cast<const A*>(attrs);
-  detail::check_inputs(*this, inputs);
-  if (spec_.infer != nullptr) return spec_.infer(inputs, a);
-  Tensor view = spec_.view(inputs[0], a);
-  return OutputSpec{{{view.shape(), view.dtype()}}, view.dtype()};
+  const Device device = detail::check_inputs(*this, inputs);
+  if (spec_.view != nullptr) {
+    Tensor view = spec_.view(inputs[0], a);
+    return OutputSpec{{{view.shape(), view.dtype(), view.device()}}, view.dtype()};
+  }
+  OutputSpec spec = spec_.infer(inputs, a);
+  for (TensorMeta& m : spec.outputs) m.device = device;
+  return spec;
 }
 
 template <class A>

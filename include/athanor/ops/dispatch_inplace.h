@@ -46,7 +46,10 @@ template <class A>
 void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inputs,
                                    const A& attrs) {
   try {
-    detail::check_inputs(op, inputs);
+    const Device device = detail::check_inputs(op, inputs);
+    ATH_CHECK(inputs.empty() || self.device() == device, ValueError,
+              "cannot write a {} result into a tensor on {}", to_string(device),
+              to_string(self.device()));
     OutputSpec spec = op.spec().infer(inputs, attrs);
     detail::check_inplace_target(op, self, spec);
     // Pointwise kernels write any strided output, so only other kinds need a contiguous self.

@@ -82,9 +82,12 @@ struct NoAttrs {
 using TensorSpan = std::span<const Tensor>;
 using Outputs = SmallVec<Tensor, 4>;
 
+// A tensor's metadata as a shape rule states it: shape and dtype; the dispatcher fills in the
+// device (the one the op's inputs share).
 struct TensorMeta {
   Shape shape;
   DType dtype = kFloat32;
+  Device device = kCPU;
 };
 
 // What a shape rule returns: the outputs' metadata and the dtype whose kernel computes them.

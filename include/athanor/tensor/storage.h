@@ -13,12 +13,16 @@
 
 namespace ath {
 
+class Allocator;
+
 struct StorageImpl {
-  // Allocates `nbytes` from the caching allocator.
+  // Allocates `nbytes` on `device` from that device type's allocator (core/allocator.h); a
+  // NotImplementedError where none is installed.
   static std::shared_ptr<StorageImpl> allocate(std::size_t nbytes, Device device = kCPU);
   // Wraps memory owned elsewhere; `deleter` (may be empty: borrowed) runs when the last view dies.
   static std::shared_ptr<StorageImpl> wrap(void* data, std::size_t nbytes,
-                                           std::function<void(void*)> deleter);
+                                           std::function<void(void*)> deleter,
+                                           Device device = kCPU);
 
   struct Private {};  // lets make_shared construct while keeping the constructor internal
   explicit StorageImpl(Private) {}
@@ -32,7 +36,7 @@ struct StorageImpl {
   std::atomic<uint32_t> version{0};
 
  private:
-  bool from_cache_ = false;
+  Allocator* allocator_ = nullptr;  // what allocated data (and frees it); null when wrapped
   std::function<void(void*)> deleter_;
 };
 

@@ -211,8 +211,8 @@ Tensor operator*(const Scalar& a, const Tensor& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
 
-// Allocates an uninitialised contiguous tensor from the caching allocator.
-Tensor empty(const Shape& shape, DType dtype = kFloat32);
+// Allocates an uninitialised contiguous tensor from `device`'s allocator (core/allocator.h).
+Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
 // A tensor with the given sizes/strides/offset over existing storage (no checks on bounds:
 // callers that take user-provided strides validate them first, see as_strided).
 Tensor make_view(const Tensor& base, const Shape& sizes, const Strides& strides, int64_t offset);
@@ -224,6 +224,9 @@ template <class T>
 T Tensor::item() const {
   ATH_CHECK(numel() == 1, ValueError, "item(): expected a tensor with one element, got shape {}",
             ath::to_string(shape()));
+  ATH_CHECK(device().type == DeviceType::CPU, NotImplementedError,
+            "item(): the tensor is on {}; reading it on the host needs a copy to the CPU",
+            ath::to_string(device()));
   return dispatch_dtype(dtype(), [&]<class S>() -> T {
     S v = *static_cast<const S*>(data_ptr());
     if constexpr (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {

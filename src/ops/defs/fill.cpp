@@ -45,32 +45,39 @@ DType scalar_default_dtype(const Scalar& v) {
 }
 }  // namespace
 
-Tensor zeros(const Shape& shape, DType dtype) {
-  Tensor t = empty(shape, dtype);
-  std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bits is 0 for every dtype
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  if (device.type == DeviceType::CPU) {
+    std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bits is 0 for every dtype
+  } else {
+    NoGradGuard no_grad;
+    t.fill_(0);
+  }
   return t;
 }
 
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1, dtype, device);
+}
 
-Tensor full(const Shape& shape, const Scalar& value, std::optional<DType> dtype) {
-  Tensor t = empty(shape, dtype.value_or(scalar_default_dtype(value)));
+Tensor full(const Shape& shape, const Scalar& value, std::optional<DType> dtype, Device device) {
+  Tensor t = empty(shape, dtype.value_or(scalar_default_dtype(value)), device);
   NoGradGuard no_grad;
   t.fill_(value);
   return t;
 }
 
 Tensor empty_like(const Tensor& t, std::optional<DType> dtype) {
-  return empty(t.shape(), dtype.value_or(t.dtype()));
+  return empty(t.shape(), dtype.value_or(t.dtype()), t.device());
 }
 Tensor zeros_like(const Tensor& t, std::optional<DType> dtype) {
-  return zeros(t.shape(), dtype.value_or(t.dtype()));
+  return zeros(t.shape(), dtype.value_or(t.dtype()), t.device());
 }
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype) {
-  return full(t.shape(), 1, dtype.value_or(t.dtype()));
+  return full(t.shape(), 1, dtype.value_or(t.dtype()), t.device());
 }
 Tensor full_like(const Tensor& t, const Scalar& value, std::optional<DType> dtype) {
-  return full(t.shape(), value, dtype.value_or(t.dtype()));
+  return full(t.shape(), value, dtype.value_or(t.dtype()), t.device());
 }
 
 Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype) {
