@@ -121,6 +121,9 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
     EXPECT_TRUE(r.op->attrs_equal(r.attrs.get(), r.op->clone_attrs(r.attrs.get()).get()) ||
                 r.op->name == "fill")  // fill may carry a NaN value, unequal to itself
         << "attributes unequal to their copy";
+    EXPECT_EQ(r.op->hash_attrs(r.attrs.get()),
+              r.op->hash_attrs(r.op->clone_attrs(r.attrs.get()).get()))
+        << "attributes hash unlike their copy";
     replayed.insert(r.op->name);
   }
   // The walk reaches the registry: every op but those replayed elsewhere, with the reason.
@@ -145,6 +148,48 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
   EXPECT_TRUE(missing.empty()) << "never replayed: " << ::testing::PrintToString(missing);
   std::printf("replayed %zu ops from %zu recorded calls\n", replayed.size(),
               recorded_calls().size());
+}
+
+// The hash a compiler's CSE and graph cache key on: across every call the rows make, unequal
+// attributes of one op never share a hash (a field the hash skipped would show here), and equal
+// ones always do.
+TEST(OpReplay, AttributeHashesSeparateWhatEqualitySeparates) {
+  std::map<std::string, std::vector<const Recorded*>> by_op;
+  for (const Recorded& r : recorded_calls())
+    if (r.op->name != "philox_seed_offset") by_op[r.op->name].push_back(&r);
+  int distinct_pairs = 0;
+  for (const auto& [name, calls] : by_op) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      for (std::size_t j = i + 1; j < calls.size() && j < i + 64; ++j) {
+        const OpDef& op = *calls[i]->op;
+        const void* a = calls[i]->attrs.get();
+        const void* b = calls[j]->attrs.get();
+        const bool equal = op.attrs_equal(a, b);
+        const bool same_hash = op.hash_attrs(a) == op.hash_attrs(b);
+        if (equal) {
+          EXPECT_TRUE(same_hash) << name << ": equal attributes, different hashes";
+        } else {
+          ++distinct_pairs;
+          EXPECT_FALSE(same_hash && name != "fill") << name << ": unequal attributes, one hash";
+        }
+      }
+    }
+  }
+  EXPECT_GT(distinct_pairs, 1000);
+}
+
+TEST(OpReplay, AttributeHashesCoverEveryFieldKind) {
+  // Numbers, enums, bools, Shape, Scalar, optionals and a nested aggregate each change the hash.
+  const ConvAttrs conv{};
+  ConvAttrs changed = conv;
+  changed.groups = 2;
+  EXPECT_NE(hash_attrs(conv), hash_attrs(changed));
+  EXPECT_EQ(hash_attrs(ClampAttrs{.min = 1.0}), hash_attrs(ClampAttrs{.min = 1.0}));
+  EXPECT_NE(hash_attrs(ClampAttrs{.min = 1.0}), hash_attrs(ClampAttrs{.max = 1.0}));
+  EXPECT_NE(hash_attrs(ClampAttrs{.min = 1.0}), hash_attrs(ClampAttrs{.min = 1}));  // kinds
+  EXPECT_NE(hash_attrs(ShapeAttrs{.shape = {2, 3}}), hash_attrs(ShapeAttrs{.shape = {3, 2}}));
+  EXPECT_EQ(hash_attrs(AdamUpdateAttrs{.eps = 0.0}), hash_attrs(AdamUpdateAttrs{.eps = -0.0}));
+  EXPECT_NE(hash_attrs(AdamUpdateAttrs{}), hash_attrs(AdamUpdateAttrs{.decoupled = true}));
 }
 
 TEST(OpReplay, OneUserLevelCallIsOneOnOp) {

@@ -50,6 +50,7 @@
 #include "athanor/core/device.h"
 #include "athanor/core/dtype.h"
 #include "athanor/core/shape.h"
+#include "athanor/ops/attr_hash.h"
 #include "athanor/tensor/autograd_meta.h"
 #include "athanor/tensor/tensor.h"
 
@@ -71,6 +72,12 @@ enum class InplacePolicy : uint8_t { None, OverInput0 };
 // "every list but the gradients".
 template <class A>
 using MutatesFn = bool (*)(int input, int num_inputs, const A& attrs);
+
+// The scratch bytes a kernel needs for these inputs (its workspace): the dispatcher allocates
+// them on the inputs' device and hands them to the kernel (kernel_workspace() in dispatch.h),
+// so a graph compiler can plan them with the other buffers instead of the kernel allocating.
+template <class A>
+using WorkspaceFn = std::size_t (*)(std::span<const Tensor> inputs, const A& attrs);
 
 // Attributes are plain aggregate structs (so call sites use designated initializers) with a
 // defaulted operator==; code that handles any op (the tracer, a graph executor) copies,
@@ -182,6 +189,8 @@ class OpDef {
   virtual std::shared_ptr<const void> clone_attrs(const void* attrs) const = 0;
   // Whether two attribute structs of this op are equal (field by field; a NaN is unequal).
   virtual bool attrs_equal(const void* a, const void* b) const = 0;
+  // A hash of an attribute struct, consistent with attrs_equal (attr_hash.h).
+  virtual std::size_t hash_attrs(const void* attrs) const = 0;
   // The op's shape rule (for a view op, the view it would build) and the op itself, run from
   // type-erased attributes: what a graph executor replays a recorded node with. `run` is
   // call(): kernel, autograd recording and the observer, as the typed call.
@@ -190,6 +199,8 @@ class OpDef {
   // Whether a call with `num_inputs` inputs and these attributes writes input `input` in place
   // (always false unless writes_inputs). What a tracer needs to order and functionalize them.
   virtual bool mutates_input(int input, int num_inputs, const void* attrs) const = 0;
+  // The workspace bytes a call with these inputs and attributes gets (0: none declared).
+  virtual std::size_t workspace_bytes(TensorSpan inputs, const void* attrs) const = 0;
 
  private:
   std::array<std::array<AnyFn, kNumDTypes>, kNumDeviceTypes> kernels_{};
@@ -213,8 +224,9 @@ struct OpSpec {
   InferFn infer = nullptr;  // all ops but views
   ViewFn view = nullptr;    // views: builds the aliasing output from input 0
   BackwardFn backward = nullptr;
-  std::string not_differentiable;  // set instead of backward: why there is no gradient
-  MutatesFn<A> mutates = nullptr;  // ops that write inputs in place: which ones
+  std::string not_differentiable;      // set instead of backward: why there is no gradient
+  MutatesFn<A> mutates = nullptr;      // ops that write inputs in place: which ones
+  WorkspaceFn<A> workspace = nullptr;  // kernels that need scratch memory: how many bytes
 };
 
 template <class A>
@@ -248,8 +260,14 @@ class Op : public OpDef {
   bool attrs_equal(const void* a, const void* b) const override {
     return *static_cast<const A*>(a) == *static_cast<const A*>(b);
   }
+  std::size_t hash_attrs(const void* attrs) const override {
+    return ath::hash_attrs(*static_cast<const A*>(attrs));
+  }
   OutputSpec infer(TensorSpan inputs, const void* attrs) const override;
   Outputs run(TensorSpan inputs, const void* attrs) const override;  // in dispatch.h
+  std::size_t workspace_bytes(TensorSpan inputs, const void* attrs) const override {
+    return spec_.workspace == nullptr ? 0 : spec_.workspace(inputs, *static_cast<const A*>(attrs));
+  }
   bool mutates_input(int input, int num_inputs, const void* attrs) const override {
     return spec_.mutates != nullptr &&
            spec_.mutates(input, num_inputs, *static_cast<const A*>(attrs));
