@@ -67,6 +67,21 @@ bool any_requires_grad(TensorSpan inputs) {
   return false;
 }
 
+namespace {
+thread_local std::span<std::byte> t_workspace;
+}  // namespace
+
+WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device) : previous_(t_workspace) {
+  if (bytes == 0) {
+    t_workspace = {};
+    return;
+  }
+  buffer_ = empty({static_cast<int64_t>(bytes)}, kUInt8, device);
+  t_workspace = std::span<std::byte>(static_cast<std::byte*>(buffer_.data_ptr()), bytes);
+}
+
+WorkspaceScope::~WorkspaceScope() { t_workspace = previous_; }
+
 void check_written_inputs(const OpDef& op, TensorSpan inputs, const void* attrs) {
   if (!GradMode::is_enabled()) return;
   const int n = static_cast<int>(inputs.size());
@@ -301,5 +316,7 @@ const Tensor& BackwardContext::grad_output(int i) {
 void BackwardContext::set_grad_input(int i, Tensor g) {
   grad_inputs_[static_cast<std::size_t>(i)] = std::move(g);
 }
+
+std::span<std::byte> kernel_workspace() { return detail::t_workspace; }
 
 }  // namespace ath

@@ -213,7 +213,7 @@ TEST(UpdateOps, ClippingByNormIsTwoOpsAndNoHostRead) {
 
 TEST(UpdateOps, GradNormMatchesAFloat64Reference) {
   manual_seed(7);
-  Tensor a = randn({1000}), b = randn({7, 9}, {.dtype = kFloat64});
+  Tensor a = randn({10000}), b = randn({7, 9}, {.dtype = kFloat64});  // a: 3 chunks
   auto reference = [&](double p) {
     double total = 0, largest = 0;
     for (const Tensor& t : {a.to(kFloat64), b}) {
@@ -233,6 +233,20 @@ TEST(UpdateOps, GradNormMatchesAFloat64Reference) {
     EXPECT_EQ(norm.dtype(), kFloat64);  // the promoted dtype
     EXPECT_NEAR(norm.item<double>(), reference(p), 1e-6 * reference(p));
   }
+}
+
+TEST(UpdateOps, GradNormDeclaresItsWorkspaceAndTheDispatcherProvidesIt) {
+  Tensor a = randn({10000}), b = randn({5});
+  const Tensor in[] = {a, b};
+  const GradNormAttrs attrs{};
+  // One double per 4096-element chunk of the largest gradient.
+  EXPECT_EQ(op_grad_norm().workspace_bytes(TensorSpan(in), &attrs), 3 * sizeof(double));
+  const SgdUpdateAttrs sgd{.lr = 0.1};
+  EXPECT_EQ(op_sgd_update().workspace_bytes(TensorSpan(in), &sgd), 0u);
+  EXPECT_TRUE(kernel_workspace().empty());  // outside a kernel there is none
+  Tensor norm = call(op_grad_norm(), TensorSpan(in), attrs)[0];
+  EXPECT_TRUE(kernel_workspace().empty());
+  EXPECT_GT(norm.item<float>(), 0);
 }
 
 TEST(UpdateOps, ClipScalesByTheClampedCoefficient) {

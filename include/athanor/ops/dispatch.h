@@ -58,6 +58,21 @@ struct KernelScope {
   ObserverPause observer_pause;
 };
 
+// The workspace of the kernel running on this thread: allocated on `device` for the scope's
+// life when bytes > 0 (a kernel that calls an op with its own workspace sees that one inside the
+// call and its own again after).
+class WorkspaceScope {
+ public:
+  WorkspaceScope(std::size_t bytes, Device device);
+  ~WorkspaceScope();
+  WorkspaceScope(const WorkspaceScope&) = delete;
+  WorkspaceScope& operator=(const WorkspaceScope&) = delete;
+
+ private:
+  Tensor buffer_;
+  std::span<std::byte> previous_;
+};
+
 // Non-template halves of call(), kept out of line so each op's instantiation stays small.
 // Checks the arity and that every input is defined and on one device, which it returns (the
 // CPU for an op without inputs).
@@ -102,6 +117,9 @@ class OpNode final : public Node {
 
 }  // namespace detail
 
+// Inside a kernel: the workspace its op declared (OpSpec::workspace), empty when none.
+std::span<std::byte> kernel_workspace();
+
 template <class A>
 Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
   Outputs outputs;
@@ -119,6 +137,8 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       auto kernel = op.typed_kernel(device.type, out_spec.kernel_dtype);
       if (kernel == nullptr) detail::missing_kernel(op, device.type, out_spec.kernel_dtype);
       outputs = detail::allocate_outputs(out_spec, device);
+      detail::WorkspaceScope workspace(
+          spec.workspace != nullptr ? spec.workspace(kernel_inputs, attrs) : 0, device);
       kernel(kernel_inputs, std::span<Tensor>(outputs.data(), outputs.size()), attrs);
       if (op.writes_inputs) detail::bump_written_inputs(op, inputs, &attrs);
     }

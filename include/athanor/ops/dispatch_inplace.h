@@ -63,6 +63,9 @@ void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inp
       auto kernel = op.typed_kernel(self.device().type, spec.kernel_dtype);
       if (kernel == nullptr) detail::missing_kernel(op, self.device().type, spec.kernel_dtype);
       Tensor out = self;
+      detail::WorkspaceScope workspace(
+          op.spec().workspace != nullptr ? op.spec().workspace(kernel_inputs, attrs) : 0,
+          self.device());
       kernel(kernel_inputs, std::span<Tensor>(&out, 1), attrs);
       self.bump_version();
     } else {

@@ -115,6 +115,9 @@ const Op<AdagradUpdateAttrs>& op_adagrad_update();
 // tensor of their promoted dtype. Each gradient's norm accumulates in double over fixed chunks
 // (independent of the thread count) and, as in PyTorch, is rounded to its dtype before the
 // total is formed. norm_type > 0, or infinity for the largest absolute value.
+// grad_norm sums each gradient in chunks of this many elements (its workspace holds one double
+// a chunk of the largest gradient).
+inline constexpr int64_t kGradNormChunk = 4096;
 struct GradNormAttrs {
   double norm_type = 2;
   bool operator==(const GradNormAttrs&) const = default;

@@ -3,6 +3,7 @@
 // writes. Kernels: src/ops/kernels/cpu/optim/.
 #include "athanor/ops/optimizer_updates.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -178,6 +179,12 @@ const Op<GradNormAttrs>& op_grad_norm() {
             return OutputSpec{{{Shape{}, dt}}, dt};
           },
       .not_differentiable = "a clipping statistic, computed under no_grad on gradients",
+      .workspace = [](TensorSpan in, const GradNormAttrs&) -> std::size_t {
+        int64_t largest = 0;
+        for (const Tensor& g : in) largest = std::max(largest, g.numel());
+        return static_cast<std::size_t>((largest + kGradNormChunk - 1) / kGradNormChunk) *
+               sizeof(double);
+      },
   });
   return op;
 }

@@ -1,7 +1,8 @@
 // CPU kernels of grad_norm and clip_grads_by_norm (athanor/ops/optimizer_updates.h), what
 // optim::clip_grad_norm_ runs.
 // Memory contract: grad_norm reads each gradient (any layout; float32/float64 in place, other
-// floating dtypes through a float32 copy) and writes its 0-d output; clip_grads_by_norm reads the
+// floating dtypes through a float32 copy), keeps its partial sums in the declared workspace and
+// writes its 0-d output; clip_grads_by_norm reads the
 // 0-d total and scales each gradient in place.
 #include <algorithm>
 #include <cmath>
@@ -15,13 +16,19 @@ namespace ath::optim_kernels {
 
 namespace {
 
-// Partial sums over fixed chunks, combined in order: thread-count independent.
-constexpr int64_t kChunk = 4096;
+// Partial sums over fixed chunks (kGradNormChunk, optimizer_updates.h), combined in order:
+// thread-count independent. The partial sums live in the op's declared workspace.
+constexpr int64_t kChunk = kGradNormChunk;
 
 template <class T>
 double norm_of(const T* x, int64_t n, double p) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> part(static_cast<std::size_t>(chunks), 0.0);
+  const std::span<std::byte> workspace = kernel_workspace();
+  ATH_CHECK(workspace.size() >= static_cast<std::size_t>(chunks) * sizeof(double), Error,
+            "internal: grad_norm's workspace holds {} bytes, {} chunks need more", workspace.size(),
+            chunks);
+  const std::span<double> part(reinterpret_cast<double*>(workspace.data()),
+                               static_cast<std::size_t>(chunks));
   parallel_for(0, chunks, std::max<int64_t>(1, 32768 / kChunk), [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t b = c * kChunk, e = std::min(n, b + kChunk);
