@@ -179,6 +179,7 @@ GradList run_backward(Node& node, BackwardContext& ctx, const OpDef& op, GradLis
   ctx.grad_outputs_ = std::move(grads);
   ctx.grad_inputs_.assign(ctx.input_meta_.size(), Tensor());
   ctx.node_ = &node;
+  AutocastPause autocast_pause;  // backward runs in the dtypes forward chose
   try {
     fn(ctx, attrs);
   } catch (Error& e) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -50,12 +51,34 @@ class ObserverPause {
   OpObserver* observer_;
 };
 
+// Autocast's thread state (ops/autocast.h): the dtype it casts to, or nullopt when off.
+extern thread_local std::optional<DType> t_autocast;
+
+// Turns autocast off for a scope without ending its cast cache: inside kernels (the ops a kernel
+// calls run as it chose), backward formulas and in-place calls.
+class AutocastPause {
+ public:
+  AutocastPause() : previous_(t_autocast) { t_autocast.reset(); }
+  ~AutocastPause() { t_autocast = previous_; }
+  AutocastPause(const AutocastPause&) = delete;
+  AutocastPause& operator=(const AutocastPause&) = delete;
+
+ private:
+  std::optional<DType> previous_;
+};
+
+// The inputs autocast gives an op with a policy: floating inputs cast (differentiably, through
+// a per-scope cache for parameters) to the autocast dtype or to float32; `inputs` itself when
+// none needs a cast.
+TensorSpan autocast_inputs(const OpDef& op, TensorSpan inputs, std::vector<Tensor>& storage);
+
 // The one scope every kernel runs in (with the input promotion before it): grad mode off, so
 // what a kernel calls back into the dispatcher (contiguous(), to(), empty()) records no graph,
-// and the observer paused, so a user-level call is exactly one on_op.
+// the observer paused, so a user-level call is exactly one on_op, and autocast off.
 struct KernelScope {
   NoGradGuard no_grad;
   ObserverPause observer_pause;
+  AutocastPause autocast_pause;
 };
 
 // The workspace of the kernel running on this thread: allocated on `device` for the scope's
@@ -123,7 +146,10 @@ std::span<std::byte> kernel_workspace();
 template <class A>
 Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
   Outputs outputs;
+  std::vector<Tensor> autocast_storage;
   try {
+    if (op.autocast != AutocastPolicy::None && detail::t_autocast.has_value()) [[unlikely]]
+      inputs = detail::autocast_inputs(op, inputs, autocast_storage);
     const Device device = detail::check_inputs(op, inputs);
     const OpSpec<A>& spec = op.spec();
     if (spec.view != nullptr) {

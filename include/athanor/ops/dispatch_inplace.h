@@ -23,6 +23,7 @@ void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inp
 
 template <class A>
 Tensor& call_inplace(const Op<A>& op, Tensor& self, TensorSpan inputs, const A& attrs) {
+  detail::AutocastPause autocast_pause;  // in place writes self's dtype: nothing to cast
   const bool record =
       GradMode::is_enabled() && op.differentiable && detail::any_requires_grad(inputs);
   if (record) {

@@ -67,6 +67,12 @@ enum class OpKind : uint8_t {
 // Whether the kernel may write its output over input 0 (`add_` and friends).
 enum class InplacePolicy : uint8_t { None, OverInput0 };
 
+// What autocast (ops/autocast.h) does to an op's floating inputs: nothing; cast them to the
+// autocast dtype (bfloat16/float16: the matrix products, where low precision is fast); or
+// cast low-precision ones up to float32 (where it would lose accuracy: softmax, norms,
+// losses, reductions, exp/log). PyTorch's autocast op lists, as one field per op.
+enum class AutocastPolicy : uint8_t { None, LowPrecision, Float32 };
+
 // Which inputs an op writes in place (the optimizers' multi-tensor updates, gradient clipping):
 // decided from the input count and the attributes, so a variadic op over tensor lists can say
 // "every list but the gradients".
@@ -169,6 +175,7 @@ class OpDef {
   int num_inputs = 1;  // -1: variadic (cat, stack)
   int num_outputs = 1;
   InplacePolicy inplace = InplacePolicy::None;
+  AutocastPolicy autocast = AutocastPolicy::None;
   uint32_t save_inputs = 0;       // bit i: backward reads input i
   uint32_t save_outputs = 0;      // bit i: backward reads output i
   uint32_t promote_inputs = ~0u;  // bit i: input i is converted to the kernel dtype first
@@ -218,6 +225,7 @@ struct OpSpec {
   int num_inputs = 1;
   int num_outputs = 1;
   InplacePolicy inplace = InplacePolicy::None;
+  AutocastPolicy autocast = AutocastPolicy::None;
   uint32_t save_inputs = 0;
   uint32_t save_outputs = 0;
   uint32_t promote_inputs = ~0u;
@@ -240,6 +248,7 @@ class Op : public OpDef {
     num_inputs = spec_.num_inputs;
     num_outputs = spec_.num_outputs;
     inplace = spec_.inplace;
+    autocast = spec_.autocast;
     save_inputs = spec_.save_inputs;
     save_outputs = spec_.save_outputs;
     promote_inputs = spec_.promote_inputs;

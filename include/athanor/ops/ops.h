@@ -3,6 +3,7 @@
 
 #include "athanor/ops/activations.h"
 #include "athanor/ops/attention.h"
+#include "athanor/ops/autocast.h"
 #include "athanor/ops/comparison.h"
 #include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"

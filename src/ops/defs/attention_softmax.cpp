@@ -48,6 +48,7 @@ const Op<AttentionSoftmaxAttrs>& op_attention_softmax() {
   static const auto& op = define_op<AttentionSoftmaxAttrs>({
       .name = "attention_softmax",
       .kind = OpKind::Opaque,
+      .autocast = AutocastPolicy::Float32,
       .save_outputs = 0b1,
       .infer = attention_softmax_spec,
       .backward =

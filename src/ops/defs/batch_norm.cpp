@@ -31,6 +31,7 @@ const Op<BatchNormAttrs>& op_batch_norm() {
       .kind = OpKind::Opaque,
       .num_inputs = 5,  // x, running_mean, running_var, weight, bias ([0] where absent)
       .num_outputs = 4,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b01001,  // x and weight: never the running stats, updated in place
       .save_outputs = 0b0110,
       .promote_inputs = 0,

@@ -123,6 +123,7 @@ const Op<ConvAttrs>& op_convolution() {
       .name = "convolution",
       .kind = OpKind::Opaque,
       .num_inputs = -1,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b011,
       .infer = conv_spec,
       .backward =

@@ -35,6 +35,7 @@ const Op<GroupNormAttrs>& op_group_norm() {
       .kind = OpKind::Opaque,
       .num_inputs = 3,  // x, weight, bias ([0] where absent)
       .num_outputs = 3,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b011,
       .save_outputs = 0b110,
       .promote_inputs = 0,

@@ -41,6 +41,7 @@ const Op<LayerNormAttrs>& op_layer_norm() {
       .kind = OpKind::Opaque,
       .num_inputs = 3,  // x, weight, bias (absent ones are [0] placeholders)
       .num_outputs = 3,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b011,
       .save_outputs = 0b110,
       .promote_inputs = 0,  // the kernel reads weight and bias in any floating dtype

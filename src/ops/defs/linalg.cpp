@@ -91,6 +91,7 @@ const Op<NoAttrs>& op_mm() {
       .name = "mm",
       .kind = OpKind::Opaque,
       .num_inputs = 2,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b11,
       .infer = mm_spec,
       .backward =
@@ -110,6 +111,7 @@ const Op<NoAttrs>& op_bmm() {
       .name = "bmm",
       .kind = OpKind::Opaque,
       .num_inputs = 2,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b11,
       .infer = bmm_spec,
       .backward =
@@ -129,6 +131,7 @@ const Op<NoAttrs>& op_matmul() {
       .name = "matmul",
       .kind = OpKind::Opaque,
       .num_inputs = 2,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b11,
       .infer = matmul_spec,
       .backward =

@@ -15,6 +15,7 @@ const Op<AddmmAttrs>& op_addmm() {
       .name = "addmm",
       .kind = OpKind::Opaque,
       .num_inputs = 3,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b110,
       .infer =
           [](TensorSpan in, const AddmmAttrs&) {
@@ -56,6 +57,7 @@ const Op<NoAttrs>& op_linear() {
       .name = "linear",
       .kind = OpKind::Opaque,
       .num_inputs = -1,
+      .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b011,
       .infer =
           [](TensorSpan in, const NoAttrs&) {

@@ -84,6 +84,7 @@ const Op<CrossEntropyAttrs>& op_cross_entropy() {
       .kind = OpKind::Opaque,
       .num_inputs = 3,  // x, target, weight ([0] when absent)
       .num_outputs = 3,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b111,
       .save_outputs = 0b110,
       .promote_inputs = 0b101,  // the target stays integer

@@ -10,6 +10,7 @@ const Op<NllLossAttrs>& op_nll_loss() {
       .kind = OpKind::Opaque,
       .num_inputs = 3,   // x (log-probabilities), target, weight ([0] when absent)
       .num_outputs = 2,  // loss, total_weight
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b110,
       .save_outputs = 0b10,
       .promote_inputs = 0b101,

@@ -207,6 +207,7 @@ const Op<PointwiseLossAttrs>& define_forward(const char* name) {
       .name = name,
       .kind = OpKind::Opaque,
       .num_inputs = n,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = (1u << n) - 1,
       .infer = &forward_spec<K>,
       .backward = &forward_grad<K>,

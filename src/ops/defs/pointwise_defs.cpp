@@ -52,6 +52,7 @@ const Op<NoAttrs>& define_unary(UnaryDef def) {
       .name = std::move(def.name),
       .kind = OpKind::Pointwise,
       .inplace = InplacePolicy::OverInput0,
+      .autocast = def.autocast,
       .save_inputs = def.save_inputs,
       .save_outputs = def.save_outputs,
       .backward = def.backward,

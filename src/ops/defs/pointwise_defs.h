@@ -39,6 +39,7 @@ struct UnaryDef {
   uint32_t save_inputs = 0;   // bit 0: backward reads x
   uint32_t save_outputs = 0;  // bit 0: backward reads the result
   OpSpec<NoAttrs>::BackwardFn backward = nullptr;
+  AutocastPolicy autocast = AutocastPolicy::None;
 };
 const Op<NoAttrs>& define_unary(UnaryDef def);
 

@@ -45,6 +45,7 @@ const Op<ReduceAttrs>& op_prod() {
   static const auto& op = define_op<ReduceAttrs>({
       .name = "prod",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .save_outputs = 0b1,
       .infer =

@@ -29,6 +29,7 @@ const Op<ScanAttrs>& op_cumsum() {
   static const auto& op = define_op<ScanAttrs>({
       .name = "cumsum",
       .kind = OpKind::Opaque,
+      .autocast = AutocastPolicy::Float32,
       .infer = scan_spec,
       .backward =
           [](BackwardContext& ctx, const ScanAttrs& a) {
@@ -42,6 +43,7 @@ const Op<ScanAttrs>& op_cumprod() {
   static const auto& op = define_op<ScanAttrs>({
       .name = "cumprod",
       .kind = OpKind::Opaque,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .save_outputs = 0b1,
       .infer = scan_spec,

@@ -37,6 +37,7 @@ const Op<SoftmaxAttrs>& op_softmax() {
   static const auto& op = define_op<SoftmaxAttrs>({
       .name = "softmax",
       .kind = OpKind::Opaque,
+      .autocast = AutocastPolicy::Float32,
       .save_outputs = 0b1,
       .infer = softmax_spec,
       .backward =
@@ -52,6 +53,7 @@ const Op<SoftmaxAttrs>& op_log_softmax() {
   static const auto& op = define_op<SoftmaxAttrs>({
       .name = "log_softmax",
       .kind = OpKind::Opaque,
+      .autocast = AutocastPolicy::Float32,
       .save_outputs = 0b1,
       .infer = softmax_spec,
       .backward =

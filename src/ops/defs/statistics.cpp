@@ -75,6 +75,7 @@ const Op<VarAttrs>& op_var() {
   static const auto& op = define_op<VarAttrs>({
       .name = "var",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .infer = var_spec,
       .backward = var_backward,
@@ -86,6 +87,7 @@ const Op<VarAttrs>& op_std() {
   static const auto& op = define_op<VarAttrs>({
       .name = "std",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .save_outputs = 0b1,
       .infer = var_spec,
@@ -98,6 +100,7 @@ const Op<ReduceAttrs>& op_logsumexp() {
   static const auto& op = define_op<ReduceAttrs>({
       .name = "logsumexp",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .save_outputs = 0b1,
       .infer =
@@ -123,6 +126,7 @@ const Op<NormAttrs>& op_norm() {
   static const auto& op = define_op<NormAttrs>({
       .name = "norm",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1,
       .save_outputs = 0b1,
       .infer =

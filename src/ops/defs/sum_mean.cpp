@@ -63,6 +63,7 @@ const Op<ReduceAttrs>& op_sum() {
   static const auto& op = define_op<ReduceAttrs>({
       .name = "sum",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .infer = sum_spec,
       .backward =
           [](BackwardContext& ctx, const ReduceAttrs& a) {
@@ -77,6 +78,7 @@ const Op<ReduceAttrs>& op_mean() {
   static const auto& op = define_op<ReduceAttrs>({
       .name = "mean",
       .kind = OpKind::Reduce,
+      .autocast = AutocastPolicy::Float32,
       .infer =
           [](TensorSpan in, const ReduceAttrs& a) {
             OutputSpec s = sum_spec(in, a);

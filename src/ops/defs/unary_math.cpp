@@ -19,12 +19,13 @@ constexpr double kLn2 = std::numbers::ln2;
 // ---- floating result ------------------------------------------------------------------------
 
 const Op<NoAttrs>& op_exp() {
-  static const auto& op = define_unary({.name = "exp",
-                                        .rule = UnaryRule::FloatResult,
-                                        .save_outputs = kSaveResult,
-                                        .backward = [](BackwardContext& c, const NoAttrs&) {
-                                          c.set_grad_input(0, mul(c.grad_output(0), c.output(0)));
-                                        }});
+  static const auto& op = define_unary(
+      {.name = "exp",
+       .rule = UnaryRule::FloatResult,
+       .save_outputs = kSaveResult,
+       .backward = [](BackwardContext& c,
+                      const NoAttrs&) { c.set_grad_input(0, mul(c.grad_output(0), c.output(0))); },
+       .autocast = AutocastPolicy::Float32});
   return op;
 }
 
@@ -40,12 +41,13 @@ const Op<NoAttrs>& op_exp2() {
 }
 
 const Op<NoAttrs>& op_log() {
-  static const auto& op = define_unary({.name = "log",
-                                        .rule = UnaryRule::FloatResult,
-                                        .save_inputs = kSaveX,
-                                        .backward = [](BackwardContext& c, const NoAttrs&) {
-                                          c.set_grad_input(0, div(c.grad_output(0), c.input(0)));
-                                        }});
+  static const auto& op = define_unary(
+      {.name = "log",
+       .rule = UnaryRule::FloatResult,
+       .save_inputs = kSaveX,
+       .backward = [](BackwardContext& c,
+                      const NoAttrs&) { c.set_grad_input(0, div(c.grad_output(0), c.input(0))); },
+       .autocast = AutocastPolicy::Float32});
   return op;
 }
 
@@ -65,9 +67,11 @@ const Op<NoAttrs>& op_log1p() {
       define_unary({.name = "log1p",
                     .rule = UnaryRule::FloatResult,
                     .save_inputs = kSaveX,
-                    .backward = [](BackwardContext& c, const NoAttrs&) {
-                      c.set_grad_input(0, div(c.grad_output(0), add(c.input(0), 1)));
-                    }});
+                    .backward =
+                        [](BackwardContext& c, const NoAttrs&) {
+                          c.set_grad_input(0, div(c.grad_output(0), add(c.input(0), 1)));
+                        },
+                    .autocast = AutocastPolicy::Float32});
   return op;
 }
 
@@ -76,9 +80,11 @@ const Op<NoAttrs>& op_expm1() {
       define_unary({.name = "expm1",
                     .rule = UnaryRule::FloatResult,
                     .save_outputs = kSaveResult,
-                    .backward = [](BackwardContext& c, const NoAttrs&) {
-                      c.set_grad_input(0, mul(c.grad_output(0), add(c.output(0), 1)));
-                    }});
+                    .backward =
+                        [](BackwardContext& c, const NoAttrs&) {
+                          c.set_grad_input(0, mul(c.grad_output(0), add(c.output(0), 1)));
+                        },
+                    .autocast = AutocastPolicy::Float32});
   return op;
 }
 
