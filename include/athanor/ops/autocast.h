@@ -8,6 +8,7 @@
 // dtypes forward chose. A parameter's cast is made once per outermost scope and reused
 // (recast when the parameter is modified in place).
 //
+//   #include "athanor/nn/linear.h"
 //   nn::Linear fc({.in = 8, .out = 4});
 //   Tensor x = randn({16, 8});
 //   Tensor loss;
