@@ -165,6 +165,11 @@ void add_trainer(Schema& s, const std::vector<ClassSpec>& callbacks) {
        .help = "How gradient_clip_val clips: by total norm or by value",
        .nullable = true,
        .choices = {"norm", "value"}});
+  add({.path = "precision",
+       .default_value = "32-true",
+       .help = "Numeric precision: float32, bf16/fp16 autocast with float32 master weights "
+               "(-mixed), or the whole model in bf16/fp16 (-true)",
+       .choices = {"32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true"}});
   add({.path = "deterministic",
        .default_value = false,
        .help = "Refuse nondeterministic algorithms (athanor's CPU kernels always are)"});

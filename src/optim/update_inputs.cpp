@@ -30,12 +30,8 @@ std::optional<ParamUpdate> prepare(std::string_view optimizer, const Tensor& par
   Tensor grad = param.grad();
   if (!grad.defined()) return std::nullopt;
   const DType dt = param.dtype();
-  ATH_CHECK(dt != kFloat16 && dt != kBFloat16, NotImplementedError,
-            "{}: {} parameters are not supported (keep float32 master weights and cast for the "
-            "forward pass)",
-            optimizer, dtype_name(dt));
-  ATH_CHECK(dt == kFloat32 || dt == kFloat64, DTypeError,
-            "{}: parameters must be float32 or float64, got {}", optimizer, dtype_name(dt));
+  ATH_CHECK(is_floating(dt), DTypeError, "{}: parameters must be floating, got {}", optimizer,
+            dtype_name(dt));
   ATH_CHECK(grad.dtype() == dt, DTypeError, "{}: gradient dtype {} differs from parameter dtype {}",
             optimizer, dtype_name(grad.dtype()), dtype_name(dt));
   ATH_CHECK(grad.shape() == param.shape(), ShapeError,

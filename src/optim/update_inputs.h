@@ -53,7 +53,7 @@ Tensor counter_tensor(ParamState& st, const char* name, double value = 0.0);
 template <class A>
 void run_update(const Op<A>& op, const A& attrs, std::vector<ParamUpdate>& updates,
                 const std::function<std::vector<Tensor>(ParamUpdate&)>& lists_of) {
-  for (DType dtype : {kFloat32, kFloat64}) {
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
     std::vector<std::vector<Tensor>> per_param;
     for (ParamUpdate& u : updates)
       if (u.param.dtype() == dtype) per_param.push_back(lists_of(u));

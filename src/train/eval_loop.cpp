@@ -41,14 +41,19 @@ Metrics Trainer::run_evaluation(Stage stage, Source source, int64_t limit) {
     if (!batch) break;
     current_batch_size_ = batch->size();
     log_scope_ = scope;
+    // The step sees the batch as the precision plugin converts it (bf16-true), inside its
+    // scope (autocast); the hooks see the batch as loaded.
+    std::optional<data::Batch> converted = precision_->convert_input(*batch);
+    const data::Batch& input = converted ? *converted : *batch;
     if (testing) {
       ATH_TRAINER_HOOK(on_test_batch_start, *batch, i);
-      run_module_step("test_step", i, source.get(), [&] { module_->test_step(*batch, i); });
+      run_module_step("test_step", i, source.get(),
+                      [&] { precision_->eval_step([&] { module_->test_step(input, i); }); });
       ATH_TRAINER_HOOK(on_test_batch_end, *batch, i);
     } else {
       ATH_TRAINER_HOOK(on_validation_batch_start, *batch, i);
       run_module_step("validation_step", i, source.get(),
-                      [&] { module_->validation_step(*batch, i); });
+                      [&] { precision_->eval_step([&] { module_->validation_step(input, i); }); });
       ATH_TRAINER_HOOK(on_validation_batch_end, *batch, i);
     }
   }
@@ -148,8 +153,13 @@ std::vector<Tensor> Trainer::predict(TrainingModule& module, Source source,
       std::optional<data::Batch> batch = source->next();
       if (!batch) break;
       ATH_TRAINER_HOOK(on_predict_batch_start, *batch, i);
-      Tensor y = run_module_step("predict_step", i, source.get(),
-                                 [&] { return module.predict_step(*batch, i); });
+      std::optional<data::Batch> converted = precision_->convert_input(*batch);
+      const data::Batch& input = converted ? *converted : *batch;
+      Tensor y = run_module_step("predict_step", i, source.get(), [&] {
+        Tensor out;
+        precision_->eval_step([&] { out = module.predict_step(input, i); });
+        return out;
+      });
       ATH_TRAINER_HOOK(on_predict_batch_end, y, *batch, i);
       outputs.push_back(std::move(y));
     }

@@ -42,7 +42,10 @@ StepRunner::StepRunner(Trainer& trainer, TrainingModule& module, StepHooks hooks
       hooks_(std::move(hooks)) {}
 
 Tensor StepRunner::training_step(const data::Batch& batch, int64_t batch_idx) {
-  return trainer_.precision().forward([&] { return module_.training_step(batch, batch_idx); });
+  PrecisionPlugin& precision = trainer_.precision();
+  std::optional<data::Batch> converted = precision.convert_input(batch);
+  const data::Batch& input = converted ? *converted : batch;
+  return precision.forward([&] { return module_.training_step(input, batch_idx); });
 }
 
 void StepRunner::backward(const Tensor& loss, int64_t position, int64_t accumulate) {

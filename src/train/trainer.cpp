@@ -12,6 +12,7 @@
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/callbacks/model_summary.h"
 #include "athanor/train/default_loggers.h"
+#include "athanor/train/mixed_precision.h"
 #include "step_runner.h"
 #include "trainer_hooks.h"
 
@@ -102,7 +103,7 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   loggers_ = options_.loggers;
   accumulate_ = options_.accumulate_grad_batches;
   precision_ =
-      options_.precision_plugin ? options_.precision_plugin : std::make_shared<Float32Precision>();
+      options_.precision_plugin ? options_.precision_plugin : make_precision(options_.precision);
   strategy_ = options_.strategy ? options_.strategy : std::make_shared<SingleDeviceStrategy>();
 }
 
@@ -195,6 +196,7 @@ void Trainer::setup_run(TrainingModule& module, Stage stage) {
   stop_reason_.clear();
   fit_stop_reason_.clear();
   configure_defaults();
+  precision_->convert_module(module);  // bf16-true: before configure_optimizers sees parameters
 }
 
 void Trainer::teardown_run(const std::string& stage_name, const std::string& status) {

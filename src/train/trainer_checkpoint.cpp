@@ -53,6 +53,8 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
     meta["callbacks"] = cbs;
     const Generator& g = default_generator();
     meta["rng"] = {{"seed", g.seed()}, {"offset", g.offset()}};
+    // Lightning keeps the loss scaler's state under the precision plugin's name.
+    meta["precision"] = {{"name", precision_->name()}, {"state", precision_->state_dict()}};
     if (datamodule_ != nullptr) meta["datamodule"] = datamodule_->state_dict();
     for (const auto& cb : callbacks_) cb->on_save_checkpoint(*this, *module_, meta);
     module_->on_save_checkpoint(meta);
@@ -216,6 +218,10 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
       if (datamodule_ != nullptr && meta.contains("datamodule")) {
         datamodule_->load_state_dict(meta.at("datamodule"));
       }
+      // Checkpoints from before the precision entry, or from another precision, leave the
+      // plugin's state as it is (a new scaler starts at its initial scale).
+      if (meta.contains("precision") && meta["precision"].value("name", "") == precision_->name())
+        precision_->load_state_dict(meta["precision"].at("state"));
       global_step_ = pos.global_step;
       epoch_ = pos.epoch + (pos.finished ? 1 : 0);
       resume_batch_idx_ = pos.finished ? 0 : pos.next_batch;
@@ -235,12 +241,14 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
     std::vector<nlohmann::json> saved_schedulers, saved_callbacks;
     for (const auto& s : schedulers_) saved_schedulers.push_back(s.state_dict());
     for (const auto& cb : callbacks_) saved_callbacks.push_back(cb->state_dict());
+    const nlohmann::json saved_precision = precision_->state_dict();
     try {
       module_->load_state_dict(weights, /*strict=*/true);
       if (resumable) apply_resume_state();
     } catch (...) {
       module_->load_state_dict(saved_module, true);
       if (saved_opt) optimizer_->load_state_dict(*saved_opt);
+      precision_->load_state_dict(saved_precision);
       for (std::size_t i = 0; i < schedulers_.size(); ++i) {
         schedulers_[i].load_state_dict(saved_schedulers[i]);
       }

@@ -18,21 +18,7 @@ const std::vector<GoldenCase>& cases() {
   return c;
 }
 
-// The case's tensor `key` with the non-finite values the generator encoded put back.
-Tensor golden(const GoldenCase& c, const std::string& key) {
-  Tensor t = c.t(key);
-  auto it = c.tensors.find(key + ".nonfinite");
-  if (it == c.tensors.end()) return t;
-  std::vector<double> v = t.to_vector<double>();
-  std::vector<int64_t> codes = it->second.to(kInt64).to_vector<int64_t>();
-  const double inf = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (codes[i] == 1) v[i] = std::numeric_limits<double>::quiet_NaN();
-    if (codes[i] == 2) v[i] = inf;
-    if (codes[i] == 3) v[i] = -inf;
-  }
-  return from_vector(v, t.shape()).to(t.dtype());
-}
+Tensor golden(const GoldenCase& c, const std::string& key) { return c.with_nonfinite(key); }
 
 Tensor optional(const GoldenCase& c, const std::string& key) {
   return c.tensors.count(key) ? golden(c, key) : Tensor();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 namespace ath::testing {
 
@@ -20,6 +21,21 @@ const Tensor& GoldenCase::t(const std::string& key) const {
   if (it == tensors.end())
     throw std::runtime_error("golden case " + name + " has no tensor " + key);
   return it->second;
+}
+
+Tensor GoldenCase::with_nonfinite(const std::string& key) const {
+  const Tensor& base = t(key);
+  auto it = tensors.find(key + ".nonfinite");
+  if (it == tensors.end()) return base;
+  std::vector<double> v = base.to_vector<double>();
+  std::vector<int64_t> codes = it->second.to(kInt64).to_vector<int64_t>();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (codes[i] == 1) v[i] = std::numeric_limits<double>::quiet_NaN();
+    if (codes[i] == 2) v[i] = inf;
+    if (codes[i] == 3) v[i] = -inf;
+  }
+  return from_vector(v, base.shape()).to(base.dtype());
 }
 
 std::vector<GoldenCase> load_golden(const std::string& name) {

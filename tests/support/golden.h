@@ -21,6 +21,9 @@ struct GoldenCase {
   nlohmann::json attrs;
   std::map<std::string, Tensor> tensors;
   const Tensor& t(const std::string& key) const;  // throws naming the case and key if missing
+  // t(key) with the non-finite values the generator encoded in "<key>.nonfinite" put back
+  // (JSON has no inf or NaN: codes 1 NaN, 2 +inf, 3 -inf; tools/golden/common.py).
+  Tensor with_nonfinite(const std::string& key) const;
 };
 
 std::vector<GoldenCase> load_golden(const std::string& name);

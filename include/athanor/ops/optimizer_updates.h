@@ -18,8 +18,9 @@
 //
 // Every update keeps torch.optim 1.13's single-tensor float arithmetic, fused into one pass per
 // parameter: trajectories are bit-identical to PyTorch's CPU updates. Inputs are checked before
-// anything is written: parameters float32 or float64 (all of one dtype), contiguous, each list
-// entry shaped like its parameter, counters 0-d float64.
+// anything is written: parameters floating (all of one dtype), contiguous, each list entry
+// shaped like its parameter and of its dtype, counters 0-d float64. bfloat16/float16
+// parameters (bf16-true training) update in float32 arithmetic and are rounded back.
 #pragma once
 
 #include "athanor/ops/op.h"
@@ -132,5 +133,16 @@ struct ClipByNormAttrs {
   bool operator==(const ClipByNormAttrs&) const = default;
 };
 const Op<ClipByNormAttrs>& op_clip_grads_by_norm();
+
+// The loss scaler's unscale (optim::GradScaler; PyTorch's
+// _amp_foreach_non_finite_check_and_unscale_). Inputs: found_inf (0-d float32, written: set to
+// 1 when any gradient element is inf or NaN, left as it is otherwise), inv_scale (0-d float32,
+// read), then the gradients (any floating dtypes), each multiplied in place by inv_scale in
+// float32 arithmetic (float64 for float64 gradients), in one pass that also checks them. The
+// scale is an input, not an attribute, so a replayed step reads the scale of its own step.
+struct UnscaleGradsAttrs {
+  bool operator==(const UnscaleGradsAttrs&) const = default;
+};
+const Op<UnscaleGradsAttrs>& op_unscale_grads();
 
 }  // namespace ath

@@ -14,6 +14,7 @@
 #include "athanor/optim/adamax.h"
 #include "athanor/optim/clip_grad.h"
 #include "athanor/optim/cosine_lr.h"
+#include "athanor/optim/grad_scaler.h"
 #include "athanor/optim/lr_scheduler.h"
 #include "athanor/optim/nadam.h"
 #include "athanor/optim/one_cycle_lr.h"

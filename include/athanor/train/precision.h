@@ -4,7 +4,10 @@
 // training_step (where autocast goes), on the loss backward starts from (where a loss scaler
 // multiplies) and at the optimizer step (where a scaler unscales the gradients before the
 // on_before_optimizer_step hooks and clipping, and skips the step when they are not finite).
-// Float32Precision ("32-true", the default) changes nothing; mixed precision plugs in here.
+// Float32Precision ("32-true", the default) changes nothing; mixed precision plugs in here
+// (mixed_precision.h: MixedPrecision, HalfPrecision, make_precision). A plugin also converts the
+// module before a run and each batch before its step (the "-true" precisions), wraps the
+// evaluation steps (autocast) and keeps its own state in checkpoints (a loss scaler's).
 // Manual optimization (manual_backward and the module's own optimizer().step()) does not pass
 // through the plugin yet: a plugin that scales the loss needs automatic optimization.
 //
@@ -28,8 +31,12 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "athanor/data/batch.h"
+#include "athanor/nn/module.h"
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
 
@@ -52,6 +59,17 @@ class PrecisionPlugin {
     before_step();
     optimizer.step();
   }
+  // Runs a validation, test or predict step.
+  virtual void eval_step(const std::function<void()>& step) { step(); }
+  // Converts the module at the start of fit/validate/test/predict, before configure_optimizers.
+  virtual void convert_module(nn::Module& /*module*/) {}
+  // The batch a step sees, or nullopt for the batch as it is.
+  virtual std::optional<data::Batch> convert_input(const data::Batch& /*batch*/) {
+    return std::nullopt;
+  }
+  // What the plugin keeps in checkpoints (an empty object: nothing), and its restore.
+  virtual nlohmann::json state_dict() const { return nlohmann::json::object(); }
+  virtual void load_state_dict(const nlohmann::json& /*state*/) {}
 };
 
 // Full float32: every hook as the base class leaves it.

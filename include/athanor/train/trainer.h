@@ -79,8 +79,11 @@ struct TrainerOptions {
   std::vector<std::shared_ptr<Logger>> loggers;
   bool detect_anomaly = false;  // NaN/Inf in a gradient or the loss stops with the op's name
   bool barebones = false;       // no progress bar, summary, loggers, checkpoints or log() cost
-  // Lightning's `precision` and `strategy`: null means Float32Precision ("32-true") and
-  // SingleDeviceStrategy (one process). See precision.h and strategy.h.
+  // Lightning's `precision`: "32-true", "bf16-mixed", "16-mixed", "bf16-true" or "16-true"
+  // (mixed_precision.h). A precision_plugin, when given, is used instead.
+  std::string precision = "32-true";
+  // Lightning's plugins: null means the plugin `precision` names, and SingleDeviceStrategy (one
+  // process). See precision.h and strategy.h.
   std::shared_ptr<PrecisionPlugin> precision_plugin;
   std::shared_ptr<Strategy> strategy;
 };

@@ -29,8 +29,7 @@ DType check_update_lists(TensorSpan in, int lists, int counters,
   };
   const int params = counters;
   const DType dt = at(params, 0).dtype();
-  ATH_CHECK(dt == kFloat32 || dt == kFloat64, DTypeError,
-            "parameters must be float32 or float64, got {}", dtype_name(dt));
+  ATH_CHECK(is_floating(dt), DTypeError, "parameters must be floating, got {}", dtype_name(dt));
   for (int64_t i = 0; i < n; ++i) {
     for (int c = 0; c < counters; ++c) {
       const Tensor& t = at(c, i);
@@ -208,6 +207,31 @@ const Op<ClipByNormAttrs>& op_clip_grads_by_norm() {
           },
       .not_differentiable = "an in-place gradient rescaling, run under no_grad",
       .mutates = [](int input, int, const ClipByNormAttrs&) { return input > 0; },
+  });
+  return op;
+}
+
+const Op<UnscaleGradsAttrs>& op_unscale_grads() {
+  static const auto& op = define_op<UnscaleGradsAttrs>({
+      .name = "unscale_grads",
+      .num_inputs = -1,
+      .num_outputs = 0,
+      .promote_inputs = 0,  // each gradient is read and written in its own dtype
+      .infer =
+          [](TensorSpan in, const UnscaleGradsAttrs&) {
+            ATH_CHECK(in.size() >= 3, ValueError,
+                      "expected found_inf, inv_scale and at least one gradient, got {} inputs",
+                      in.size());
+            for (std::size_t i = 0; i < 2; ++i) {
+              ATH_CHECK(in[i].dim() == 0 && in[i].dtype() == kFloat32, ValueError,
+                        "{} must be a 0-d float32 tensor, got {} {}",
+                        i == 0 ? "found_inf" : "inv_scale", dtype_name(in[i].dtype()),
+                        to_string(in[i].shape()));
+            }
+            return OutputSpec{{}, check_gradients(in.subspan(2))};
+          },
+      .not_differentiable = "an in-place gradient rescaling, run under no_grad",
+      .mutates = [](int input, int, const UnscaleGradsAttrs&) { return input != 1; },
   });
   return op;
 }

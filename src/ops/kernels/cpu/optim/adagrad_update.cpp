@@ -62,5 +62,8 @@ void adagrad_update_kernel(TensorSpan in, std::span<Tensor>, const AdagradUpdate
 static KernelRegistrar<AdagradUpdateAttrs> reg(op_adagrad_update(), DeviceType::CPU,
                                                std::array{kFloat32, kFloat64},
                                                adagrad_update_kernel);
+static KernelRegistrar<AdagradUpdateAttrs> reg_low(
+    op_adagrad_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<AdagradUpdateAttrs, adagrad_update_kernel, 1>);
 
 }  // namespace ath::optim_kernels

@@ -94,5 +94,8 @@ void adam_update_kernel(TensorSpan in, std::span<Tensor>, const AdamUpdateAttrs&
 
 static KernelRegistrar<AdamUpdateAttrs> reg(op_adam_update(), DeviceType::CPU,
                                             std::array{kFloat32, kFloat64}, adam_update_kernel);
+static KernelRegistrar<AdamUpdateAttrs> reg_low(
+    op_adam_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<AdamUpdateAttrs, adam_update_kernel, 1>);
 
 }  // namespace ath::optim_kernels

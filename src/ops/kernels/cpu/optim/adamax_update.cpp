@@ -72,5 +72,8 @@ void adamax_update_kernel(TensorSpan in, std::span<Tensor>, const AdamaxUpdateAt
 
 static KernelRegistrar<AdamaxUpdateAttrs> reg(op_adamax_update(), DeviceType::CPU,
                                               std::array{kFloat32, kFloat64}, adamax_update_kernel);
+static KernelRegistrar<AdamaxUpdateAttrs> reg_low(
+    op_adamax_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<AdamaxUpdateAttrs, adamax_update_kernel, 1>);
 
 }  // namespace ath::optim_kernels

@@ -78,5 +78,8 @@ void nadam_update_kernel(TensorSpan in, std::span<Tensor>, const NAdamUpdateAttr
 
 static KernelRegistrar<NAdamUpdateAttrs> reg(op_nadam_update(), DeviceType::CPU,
                                              std::array{kFloat32, kFloat64}, nadam_update_kernel);
+static KernelRegistrar<NAdamUpdateAttrs> reg_low(
+    op_nadam_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<NAdamUpdateAttrs, nadam_update_kernel, 2>);
 
 }  // namespace ath::optim_kernels

@@ -94,5 +94,8 @@ void rmsprop_update_kernel(TensorSpan in, std::span<Tensor>, const RMSpropUpdate
 static KernelRegistrar<RMSpropUpdateAttrs> reg(op_rmsprop_update(), DeviceType::CPU,
                                                std::array{kFloat32, kFloat64},
                                                rmsprop_update_kernel);
+static KernelRegistrar<RMSpropUpdateAttrs> reg_low(
+    op_rmsprop_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<RMSpropUpdateAttrs, rmsprop_update_kernel, 1>);
 
 }  // namespace ath::optim_kernels

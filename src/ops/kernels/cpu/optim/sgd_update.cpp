@@ -75,5 +75,8 @@ void sgd_update_kernel(TensorSpan in, std::span<Tensor>, const SgdUpdateAttrs& o
 
 static KernelRegistrar<SgdUpdateAttrs> reg(op_sgd_update(), DeviceType::CPU,
                                            std::array{kFloat32, kFloat64}, sgd_update_kernel);
+static KernelRegistrar<SgdUpdateAttrs> reg_low(
+    op_sgd_update(), DeviceType::CPU, kLowPrecisionTypes,
+    low_precision_update<SgdUpdateAttrs, sgd_update_kernel, 0>);
 
 }  // namespace ath::optim_kernels

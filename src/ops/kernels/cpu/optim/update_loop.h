@@ -13,8 +13,10 @@
 // anything else: every ISA gives the same bits.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "../common/isa_dispatch.h"
 #include "athanor/core/parallel.h"
@@ -97,8 +99,8 @@ inline double& counter(const UpdateLists& l, int list, int64_t i) {
   return *l.data<double>(list, i);
 }
 
-// Calls fn.template operator()<T>() with T = float or double (the kernel dtype; the shape rule
-// admits no other).
+// Calls fn.template operator()<T>() with T = float or double (the kernel dtype; low-precision
+// parameters reach the kernels widened to float32 by low_precision_update below).
 template <class Fn>
 void dispatch_update(DType dtype, Fn&& fn) {
   if (dtype == kFloat64)
@@ -106,5 +108,25 @@ void dispatch_update(DType dtype, Fn&& fn) {
   else
     fn.template operator()<float>();
 }
+
+// Low-precision parameters (bf16-true / 16-true training): every list past the counters is
+// widened to a float32 copy, the float32 kernel runs on the copies, and each list the op writes
+// is rounded back — float32 arithmetic on low-precision storage, as PyTorch's fused optimizers
+// compute. The counters (the first kCounters lists, 0-d float64) are passed through as they are.
+template <class A, void (*Kernel)(TensorSpan, std::span<Tensor>, const A&), int kCounters>
+void low_precision_update(TensorSpan in, std::span<Tensor> out, const A& attrs) {
+  const UpdateLists l(in, attrs.lists());
+  const auto n = static_cast<std::size_t>(l.n);
+  const std::size_t first = kCounters * n, grads = (kCounters + 1) * n;
+  std::vector<Tensor> wide(in.begin(), in.end());
+  for (std::size_t k = first; k < wide.size(); ++k) wide[k] = in[k].to(kFloat32);
+  Kernel(TensorSpan(wide), out, attrs);
+  for (std::size_t k = first; k < wide.size(); ++k) {
+    if (k >= grads && k < grads + n) continue;  // the gradients are only read
+    Tensor target = in[k];
+    target.copy_(wide[k]);
+  }
+}
+inline constexpr std::array kLowPrecisionTypes{kBFloat16, kFloat16};
 
 }  // namespace ath::optim_kernels
