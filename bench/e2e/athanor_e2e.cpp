@@ -2,7 +2,10 @@
 // WORKLOADS.md under the common protocol, printing one JSON line with the same keys as
 // bench/e2e/torch_ref.py.
 //
-//   athanor_e2e W1 [--threads 2] [--steps N] [--seed S]   (seed: the initialisation's; default 0)
+//   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P]
+//
+// seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
+// bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
 // Protocol: data decoded into RAM first; model built after seeding; 5 warm-up steps on a copy
 // of the model (same weights, its own optimizer), discarded; timed region = per step: gather
@@ -27,6 +30,7 @@
 #include "athanor/models/fashion.h"
 #include "athanor/optim/adam.h"
 #include "athanor/optim/sgd.h"
+#include "athanor/train/mixed_precision.h"
 
 ATH_SHORT_OPENMP_SPIN();
 
@@ -146,12 +150,23 @@ Workload make_workload(const std::string& name) {
   return w;
 }
 
-float train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+// The batch as the precision plugin hands it to a step (bf16-true converts floating inputs).
+Tensor convert_input(train::PrecisionPlugin& precision, const Tensor& x) {
+  std::optional<data::Batch> b = precision.convert_input(data::Batch(data::TensorList{x}, 1));
+  return b ? (*b)[0] : x;
+}
+
+// One step as the Trainer's StepRunner takes it: forward under the plugin (autocast), backward
+// from the scaled loss, the plugin's optimizer step (unscale, skip non-finite, update).
+float train_step(nn::Module& model, optim::Optimizer& opt, train::PrecisionPlugin& precision,
+                 const Tensor& x, const Tensor& y) {
   opt.zero_grad();
-  Tensor out = model(x);
-  Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}));
-  loss.backward();
-  opt.step();
+  Tensor loss = precision.forward([&] {
+    Tensor out = model(convert_input(precision, x));
+    return cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}));
+  });
+  precision.scale_loss(loss).backward();
+  precision.optimizer_step(opt, [] {});
   return loss.item<float>();
 }
 
@@ -159,18 +174,22 @@ float train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, cons
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N]\n");
+    std::fprintf(stderr,
+                 "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
+                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true]\n");
     return 2;
   }
   const std::string name = argv[1];
   int threads = 2;
   int64_t steps = 0;
   uint64_t seed = 0;
+  std::string precision_name = "32-true";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
     if (flag == "--seed") seed = std::stoull(argv[i + 1]);
+    if (flag == "--precision") precision_name = argv[i + 1];
   }
   set_num_threads(threads);
   manual_seed(seed);
@@ -183,19 +202,23 @@ int main(int argc, char** argv) {
   {
     std::shared_ptr<nn::Module> warm = w.make_model();
     warm->load_state_dict(model->state_dict());
+    std::shared_ptr<train::PrecisionPlugin> warm_precision = train::make_precision(precision_name);
+    warm_precision->convert_module(*warm);
     auto warm_opt = w.make_optimizer(*warm);
     for (std::size_t i = 0; i < 5 && i < w.batches.size(); ++i) {
       auto [x, y] = w.get(w.batches[i]);
-      train_step(*warm, *warm_opt, x, y);
+      train_step(*warm, *warm_opt, *warm_precision, x, y);
     }
   }
+  std::shared_ptr<train::PrecisionPlugin> precision = train::make_precision(precision_name);
+  precision->convert_module(*model);
   auto opt = w.make_optimizer(*model);
   std::vector<float> losses;
   int64_t samples = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (const Tensor& b : w.batches) {
     auto [x, y] = w.get(b);
-    losses.push_back(train_step(*model, *opt, x, y));
+    losses.push_back(train_step(*model, *opt, *precision, x, y));
     samples += x.size(0);
   }
   const double seconds =
@@ -221,7 +244,9 @@ int main(int argc, char** argv) {
     int64_t correct = 0;
     const int64_t n = w.test->y.size(0);
     for (int64_t i = 0; i < n; i += 1000) {
-      Tensor logits = (*model)(normalize(w.test->images.slice(0, i, i + 1000)));
+      Tensor x = convert_input(*precision, normalize(w.test->images.slice(0, i, i + 1000)));
+      Tensor logits;
+      precision->eval_step([&] { logits = (*model)(x); });
       correct += eq(argmax(logits, 1), w.test->y.slice(0, i, i + 1000)).sum().item<int64_t>();
     }
     acc = fmt::format("{:.4f}", static_cast<double>(correct) / static_cast<double>(n));
@@ -235,11 +260,12 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   const bench::HostInfo host = bench::measure_host(threads);  // after the peak RSS is read
   std::printf(
-      "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"samples_per_s\": %.3f, "
+      "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"precision\": \"%s\", "
+      "\"samples_per_s\": %.3f, "
       "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f}\n",
-      name.c_str(), ATH_VERSION_STRING, static_cast<double>(samples) / seconds, seconds,
-      w.batches.size(), final_loss, acc.c_str(), static_cast<double>(ru.ru_maxrss) / 1024.0,
-      threads, host.isa.c_str(), host.sgemm_gflops);
+      name.c_str(), ATH_VERSION_STRING, precision_name.c_str(),
+      static_cast<double>(samples) / seconds, seconds, w.batches.size(), final_loss, acc.c_str(),
+      static_cast<double>(ru.ru_maxrss) / 1024.0, threads, host.isa.c_str(), host.sgemm_gflops);
   return 0;
 }

@@ -6,6 +6,8 @@
 #   REPEATS=5 bench/e2e/run.sh W1           (default 3 repeats each)
 #   PYTHON=/path/to/venv/bin/python bench/e2e/run.sh W2    (a newer PyTorch from a venv)
 #   STEPS=50 bench/e2e/run.sh               (shortened runs, for a quick look only)
+#   PRECISIONS="32-true bf16-mixed" bench/e2e/run.sh W2   (each precision on both sides; the
+#                                            table adds athanor's ratio to its own float32)
 #
 # Writes one JSON object per run to bench/e2e/results.jsonl (keys: workload, framework,
 # samples_per_s, final_loss, test_acc, peak_rss_mb, ...) and prints the table of medians and
@@ -16,6 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-/usr/bin/python3}"
 repeats="${REPEATS:-3}"
+read -r -a precisions <<<"${PRECISIONS:-32-true}"
 steps="${STEPS:-0}"
 threads=2
 workloads=("$@")
@@ -46,11 +49,15 @@ tmp="$(mktemp)"
 trap 'rm -f "$tmp"' EXIT
 for ((r = 1; r <= repeats; r++)); do
   for w in "${workloads[@]}"; do
-    echo "repeat $r/$repeats $w: athanor" >&2
-    OMP_NUM_THREADS=$threads "$athanor" "$w" --threads $threads --steps "$steps" >>"$tmp"
-    echo "repeat $r/$repeats $w: pytorch" >&2
-    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE \
-      "$python" "$here/torch_ref.py" "$w" --threads $threads --steps "$steps" >>"$tmp"
+    for p in "${precisions[@]}"; do
+      echo "repeat $r/$repeats $w $p: athanor" >&2
+      OMP_NUM_THREADS=$threads "$athanor" "$w" --threads $threads --steps "$steps" \
+        --precision "$p" >>"$tmp"
+      echo "repeat $r/$repeats $w $p: pytorch" >&2
+      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_WAIT_POLICY=PASSIVE \
+        "$python" "$here/torch_ref.py" "$w" --threads $threads --steps "$steps" \
+        --precision "$p" >>"$tmp"
+    done
   done
 done
 # Tag this run's lines so the summary only reads them; keep earlier runs in the file.

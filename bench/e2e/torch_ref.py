@@ -12,6 +12,7 @@ zero grads, forward, loss, backward, optimizer step, read the loss. Final loss =
 Usage: python3 torch_ref.py W1 [--threads 2]   (set OMP_NUM_THREADS and OMP_WAIT_POLICY outside)
 """
 import argparse
+import contextlib
 import copy
 import gzip
 import json
@@ -126,12 +127,27 @@ def workload(name, seed=0):
     return model, opt, list(starts), get, None
 
 
-def step(model, opt, x, y):
+def autocast(precision):
+    """torch.autocast("cpu", ...) for the -mixed precisions, else nothing."""
+    if precision == "bf16-mixed":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    if precision == "16-mixed":
+        return torch.autocast("cpu", dtype=torch.float16)
+    return contextlib.nullcontext()
+
+
+def step(model, opt, x, y, precision="32-true", scaler=None):
     opt.zero_grad()
-    out = model(x)
-    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-    loss.backward()
-    opt.step()
+    with autocast(precision):
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
     return loss.item()
 
 
@@ -141,6 +157,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: all)")
     ap.add_argument("--seed", type=int, default=0, help="initialisation seed (spread of the final loss)")
+    ap.add_argument("--precision", default="32-true", choices=["32-true", "bf16-mixed", "16-mixed"],
+                    help="autocast dtype (Lightning's names); 16-mixed adds a GradScaler")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model, make_opt, batches, get, test = workload(args.workload, args.seed)
@@ -149,16 +167,19 @@ def main():
 
     warm = copy.deepcopy(model)
     warm_opt = make_opt(warm.parameters())
+    make_scaler = lambda: (torch.amp.GradScaler("cpu") if args.precision == "16-mixed" else None)
+    warm_scaler = make_scaler()
     for b in batches[:5]:
-        step(warm, warm_opt, *get(b))
+        step(warm, warm_opt, *get(b), args.precision, warm_scaler)
     del warm, warm_opt
 
     opt = make_opt(model.parameters())
+    scaler = make_scaler()
     losses, samples = [], 0
     t0 = time.perf_counter()
     for b in batches:
         x, y = get(b)
-        losses.append(step(model, opt, x, y))
+        losses.append(step(model, opt, x, y, args.precision, scaler))
         samples += x.shape[0]
     seconds = time.perf_counter() - t0
 
@@ -166,12 +187,13 @@ def main():
     if test is not None:
         model.eval()
         correct = 0
-        with torch.no_grad():
+        with torch.no_grad(), autocast(args.precision):
             for i in range(0, len(test[1]), 1000):
                 correct += (model(test[0][i:i + 1000]).argmax(1) == test[1][i:i + 1000]).sum().item()
         acc = correct / len(test[1])
     print(json.dumps({
         "workload": args.workload, "framework": f"pytorch-{torch.__version__}",
+        "precision": args.precision,
         "samples_per_s": samples / seconds, "seconds": seconds, "steps": len(batches),
         "final_loss": float(np.mean(losses[-20:])), "test_acc": acc,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
