@@ -6,7 +6,9 @@
 // (Optimizer.BaselineIsaLoopsGiveTheSameBits).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "athanor/athanor.h"
 #include "athanor/nn/rnn.h"
@@ -85,6 +87,59 @@ TEST(IsaCopies, MaxPool2x2) {
   Tensor x = randn({2, 5, 29, 35}, {.generator = &gen});
   expect_same_bits_at_every_isa(
       [&] { return value_and_grad(x, [](Tensor t) { return max_pool2d(t, {.kernel = 2}); }); });
+}
+
+// bfloat16 max-pool returns the winning input itself: the same bits as pooling the float32
+// values (NaN wins, first maximum's index), at every ISA.
+TEST(IsaCopies, MaxPool2x2Bfloat16IsTheFloat32PoolOfTheSameValues) {
+  Generator gen(4);
+  Tensor x = randn({2, 3, 14, 18}, {.generator = &gen}).to(kBFloat16);
+  {
+    NoGradGuard no_grad;
+    x.view({-1}).narrow(0, 17, 1).fill_(std::nan(""));
+  }
+  for (CpuIsa isa : isas_up_to_current()) {
+    ScopedMaxCpuIsa cap(isa);
+    auto [y, idx] = max_pool2d_with_indices(x, {.kernel = 2});
+    auto [y32, idx32] = max_pool2d_with_indices(x.to(kFloat32), {.kernel = 2});
+    EXPECT_TRUE(allclose(y.to(kFloat32), y32, {.rtol = 0, .atol = 0, .equal_nan = true}))
+        << cpu_isa_name(isa);
+    EXPECT_TRUE(equal(idx, idx32)) << cpu_isa_name(isa);
+  }
+}
+
+// The dense bfloat16 <-> float32 and bool -> bfloat16 conversions (mixed precision's casts) give
+// BFloat16's scalar results bit for bit at every ISA: every bfloat16 pattern widened, and
+// float32 patterns around every rounding case (ties to even, carries into the exponent,
+// overflow to inf, subnormals, NaNs of both signs) narrowed.
+TEST(IsaCopies, Bfloat16ConversionsMatchTheScalarDefinition) {
+  std::vector<uint16_t> all16(1 << 16);
+  for (std::size_t i = 0; i < all16.size(); ++i) all16[i] = static_cast<uint16_t>(i);
+  std::vector<float> f32;
+  for (uint32_t hi = 0; hi < (1u << 16); hi += 3) {
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      f32.push_back(std::bit_cast<float>((hi << 16) | lo));
+    }
+  }
+  const Tensor wide = from_vector(f32);
+  for (CpuIsa isa : isas_up_to_current()) {
+    SCOPED_TRACE(cpu_isa_name(isa));
+    ScopedMaxCpuIsa cap(isa);
+    // float32 -> bfloat16
+    const Tensor narrow = wide.to(kBFloat16);
+    const auto* got = static_cast<const uint16_t*>(narrow.data_ptr());
+    for (std::size_t i = 0; i < f32.size(); ++i)
+      ASSERT_EQ(got[i], BFloat16(f32[i]).bits) << "float bits " << std::bit_cast<uint32_t>(f32[i]);
+    // bfloat16 -> float32, every pattern
+    Tensor b16 = empty({1 << 16}, kBFloat16);
+    std::memcpy(b16.data_ptr(), all16.data(), all16.size() * sizeof(uint16_t));
+    const std::vector<float> back = b16.to(kFloat32).to_vector<float>();
+    for (std::size_t i = 0; i < all16.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(back[i]), static_cast<uint32_t>(all16[i]) << 16) << i;
+    // bool -> bfloat16
+    const Tensor mask = ne(from_vector<float>({0, 1, 2, 0, -1}), 0).to(kBFloat16);
+    EXPECT_EQ(mask.to(kFloat32).to_vector<float>(), (std::vector<float>{0, 1, 1, 0, 1}));
+  }
 }
 
 TEST(IsaCopies, Losses) {

@@ -55,20 +55,26 @@ __attribute__((always_inline)) inline void max_pool_2x2_plane(const T* __restric
     // the general loop's "-inf, then take v if v > best or v is NaN" for every input.
     ATH_IVDEP
     for (int64_t ox = 0; ox < out_w; ++ox) {
-      const C a = static_cast<C>(r0[2 * ox]), b = static_cast<C>(r0[2 * ox + 1]);
-      const C c = static_cast<C>(r1[2 * ox]), d = static_cast<C>(r1[2 * ox + 1]);
+      // The stored value is the winning input itself (raw: no round trip through C, which for
+      // bfloat16 would be a rounding the compiler cannot see is exact).
+      const T ra = r0[2 * ox], rb = r0[2 * ox + 1], rc = r1[2 * ox], rd = r1[2 * ox + 1];
+      const C a = static_cast<C>(ra), b = static_cast<C>(rb);
+      const C c = static_cast<C>(rc), d = static_cast<C>(rd);
       C best = a;
+      T raw = ra;
       int64_t k = 0;
       const bool tb = (b > best) | (b != b);
       best = tb ? b : best;
+      raw = tb ? rb : raw;
       k = tb ? 1 : k;
       const bool tc = (c > best) | (c != c);
       best = tc ? c : best;
+      raw = tc ? rc : raw;
       k = tc ? in_w : k;
       const bool td = (d > best) | (d != d);
-      best = td ? d : best;
+      raw = td ? rd : raw;
       k = td ? in_w + 1 : k;
-      yr[ox] = static_cast<T>(best);
+      yr[ox] = raw;
       ir[ox] = base + 2 * ox + k;
     }
   }
@@ -83,6 +89,15 @@ ATH_ISA_BODY void max_pool_2x2_plane_f32_body(const float* xs, float* ys, int64_
 }
 ATH_ISA_DISPATCH(max_pool_2x2_plane_f32,
                  (const float* xs, float* ys, int64_t* is, int64_t in_w, int64_t out_h,
+                  int64_t out_w),
+                 (xs, ys, is, in_w, out_h, out_w))
+// bfloat16, the bf16-mixed training case (17% of a W2 step as the baseline loop).
+ATH_ISA_BODY void max_pool_2x2_plane_bf16_body(const BFloat16* xs, BFloat16* ys, int64_t* is,
+                                               int64_t in_w, int64_t out_h, int64_t out_w) {
+  max_pool_2x2_plane<BFloat16, float>(xs, ys, is, in_w, out_h, out_w);
+}
+ATH_ISA_DISPATCH(max_pool_2x2_plane_bf16,
+                 (const BFloat16* xs, BFloat16* ys, int64_t* is, int64_t in_w, int64_t out_h,
                   int64_t out_w),
                  (xs, ys, is, in_w, out_h, out_w))
 
@@ -108,6 +123,8 @@ void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs&
     if (two_by_two) {
       if constexpr (std::is_same_v<T, float>) {
         max_pool_2x2_plane_f32(xs, ys, is, in_w, out_h, out_w);
+      } else if constexpr (std::is_same_v<T, BFloat16>) {
+        max_pool_2x2_plane_bf16(xs, ys, is, in_w, out_h, out_w);
       } else {
         max_pool_2x2_plane<T, C>(xs, ys, is, in_w, out_h, out_w);
       }

@@ -1,10 +1,13 @@
 #include "dnnl_utils.h"
 
+#include <cpuid.h>
 #include <omp.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "athanor/core/cpu_isa.h"
@@ -61,7 +64,39 @@ bool onednn_has_bf16() {
   return has;
 }
 
-bool dnnl_supports(DType t) { return t == kFloat32 || (t == kBFloat16 && onednn_has_bf16()); }
+namespace {
+
+// CPUID leaf 7 (EDX): AMX-BF16 (bit 22) and AVX512-FP16 (bit 23).
+bool cpuid7_edx_bit(unsigned bit) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << bit)) != 0;
+}
+
+// The rule behind bf16_products_native(), without the override.
+bool bf16_native_pays() {
+  if (cpu_isa() < CpuIsa::Avx512Bf16) return false;  // emulated, or capped below native
+  const bool amx_bf16 = cpuid7_edx_bit(22), avx512_fp16 = cpuid7_edx_bit(23);
+  return amx_bf16 || !avx512_fp16;
+}
+
+}  // namespace
+
+bool bf16_products_native() {
+  static const bool native = [] {
+    if (!onednn_has_bf16()) return false;
+    if (const char* env = std::getenv("ATH_BF16_PRODUCTS")) {
+      const std::string v = env;
+      if (v == "native") return true;
+      if (v == "float32") return false;
+      ATH_CHECK(v == "auto" || v.empty(), ValueError,
+                "ATH_BF16_PRODUCTS must be native, float32 or auto, got '{}'", v);
+    }
+    return bf16_native_pays();
+  }();
+  return native;
+}
+
+bool dnnl_supports(DType t) { return t == kFloat32 || (t == kBFloat16 && bf16_products_native()); }
 
 dnnl::memory::data_type dnnl_type(DType t) {
   switch (t) {

@@ -31,9 +31,23 @@ dnnl::stream& cpu_stream();
 
 // float32 -> f32, bfloat16 -> bf16; anything else throws NotImplementedError.
 dnnl::memory::data_type dnnl_type(DType t);
-// Whether oneDNN has matmul/convolution kernels for t on this host (bfloat16 needs AVX-512;
-// callers compute in float32 and round once where it has none).
+// Whether matmul/convolution run oneDNN kernels of dtype t on this host: float32 always;
+// bfloat16 when bf16_products_native(). Elsewhere callers compute in float32 on float32 copies
+// and round once — the contract of oneDNN's bfloat16 kernels (bfloat16 operands, float32
+// accumulation), so results agree to the accumulation order.
 bool dnnl_supports(DType t);
+
+// Whether bfloat16 matrix products run as oneDNN bfloat16 kernels (true) or as float32 kernels
+// on exact float32 copies (false), whichever is faster on this CPU, decided once per process:
+// - no AVX512-BF16 (or cpu_isa() capped below it): float32 — oneDNN's bf16 kernels are emulated
+//   (AVX-512) or missing (AVX2);
+// - AMX-BF16: native (tile products, many times the float32 rate);
+// - AVX512-BF16 without AMX on a core with AVX512-FP16 (Sapphire Rapids-class, AMX not exposed,
+//   as in some VMs): float32 — VDPBF16PS issues on one port there, so it gives no more FLOPs
+//   than the two FMA ports, and oneDNN 2.6's bf16 GEMM measured 160 against float32's 320
+//   GFLOP/s on 2 threads; Cooper Lake and Zen 4 (AVX512-BF16, no AVX512-FP16): native.
+// ATH_BF16_PRODUCTS=native|float32 overrides the rule (auto: the rule).
+bool bf16_products_native();
 
 // A descriptor with explicit strides (in elements), so views need no copy.
 dnnl::memory::desc strided_md(const Shape& sizes, const Strides& strides, DType t);
