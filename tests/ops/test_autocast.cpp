@@ -11,6 +11,7 @@
 #include <string>
 
 #include "athanor/athanor.h"
+#include "athanor/nn/rnn.h"
 
 namespace ath::testing {
 namespace {
@@ -142,6 +143,22 @@ TEST(Autocast, AParameterIsCastOncePerScopeAndAgainAfterAnInPlaceUpdate) {
     linear(x, w);  // a new scope: the cache was cleared
   });
   EXPECT_EQ(casts(next), 2);
+}
+
+TEST(Autocast, RecurrentLayersRunTheirRecurrenceInFloat32) {
+  nn::LSTM lstm({.input_size = 6, .hidden_size = 5, .batch_first = true});
+  nn::GRU gru({.input_size = 6, .hidden_size = 5, .batch_first = true});
+  Tensor x = randn({3, 4, 6});
+  for (nn::Module* m : std::initializer_list<nn::Module*>{&lstm, &gru}) {
+    Tensor y;
+    {
+      AutocastGuard autocast(kBFloat16);
+      y = m->forward(x);  // the input projection in bfloat16, the recurrence in float32
+    }
+    EXPECT_EQ(y.dtype(), kFloat32);
+    y.sum().backward();
+    for (const Tensor& p : m->parameters()) EXPECT_EQ(p.grad().dtype(), kFloat32);
+  }
 }
 
 TEST(Autocast, GuardsNestAndRefuseOtherDTypes) {

@@ -30,6 +30,9 @@ const Op<NoAttrs>& op_lstm_cell_pointwise() {
       .kind = OpKind::Opaque,
       .num_inputs = 2,   // gates, c_prev
       .num_outputs = 3,  // h, c, acts
+      // The recurrence carries its state across time steps (and its kernel takes one dtype):
+      // float32 under autocast, the input projection before it in low precision.
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b10,
       .save_outputs = 0b110,
       .infer =
@@ -82,6 +85,9 @@ const Op<NoAttrs>& op_gru_cell_pointwise() {
       .kind = OpKind::Opaque,
       .num_inputs = 3,   // xg, hg, h_prev
       .num_outputs = 2,  // h, acts
+      // The recurrence carries its state across time steps (and its kernel takes one dtype):
+      // float32 under autocast, the input projection before it in low precision.
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b110,
       .save_outputs = 0b10,
       .infer =

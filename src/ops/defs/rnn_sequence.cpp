@@ -40,6 +40,9 @@ const Op<RnnSequenceAttrs>& op_lstm_sequence() {
       .kind = OpKind::Opaque,
       .num_inputs = 4,   // xg, w_hh, h0, c0
       .num_outputs = 4,  // output, h_n, c_n, workspace
+      // The recurrence carries its state across time steps (and its kernel takes one dtype):
+      // float32 under autocast, the input projection before it in low precision.
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1110,
       .save_outputs = 0b1001,
       .infer =
@@ -112,6 +115,9 @@ const Op<RnnSequenceAttrs>& op_gru_sequence() {
       .kind = OpKind::Opaque,
       .num_inputs = 4,   // xg, w_hh, b_hh, h0
       .num_outputs = 4,  // output, h_n, acts, hn
+      // The recurrence carries its state across time steps (and its kernel takes one dtype):
+      // float32 under autocast, the input projection before it in low precision.
+      .autocast = AutocastPolicy::Float32,
       .save_inputs = 0b1010,
       .save_outputs = 0b1101,
       .infer =
