@@ -6,6 +6,7 @@
 
 #include "athanor/ops/copy.h"
 #include "athanor/ops/dispatch.h"
+#include "kernels/cpu/common/dnnl_utils.h"
 
 namespace ath {
 
@@ -81,5 +82,7 @@ AutocastGuard::~AutocastGuard() {
 }
 
 std::optional<DType> autocast_dtype() { return detail::t_autocast; }
+
+bool bf16_products_native() { return kernels::bf16_products_native(); }
 
 }  // namespace ath

@@ -17,13 +17,14 @@ void check_low_precision(DType dtype, const char* who) {
             "{}: the dtype must be bfloat16 or float16, got {}", who, dtype_name(dtype));
 }
 
-// bfloat16 pays off only where oneDNN has native bf16 kernels; say so once per process.
+// bfloat16 pays off only where its products run native kernels; say so once per process.
 void note_bf16_speed_once() {
   static std::atomic<bool> said{false};
-  if (cpu_isa() >= CpuIsa::Avx512Bf16 || said.exchange(true)) return;
+  if (bf16_products_native() || said.exchange(true)) return;
   std::fprintf(stderr,
-               "athanor: bf16 precision on a CPU without AVX512-BF16 (%s): results are right, "
-               "but bfloat16 products compute in float32 here and will not be faster\n",
+               "athanor: bf16 precision on this CPU (%s): results are right, but bfloat16 "
+               "products run float32 kernels here (no faster bfloat16 ones) and will not be "
+               "faster than 32-true\n",
                cpu_isa_description().c_str());
 }
 

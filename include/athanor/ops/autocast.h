@@ -48,4 +48,11 @@ class AutocastGuard {
 // The dtype autocast casts to on this thread, or std::nullopt when it is off.
 std::optional<DType> autocast_dtype();
 
+// Whether bfloat16 matmul and convolution run native bfloat16 kernels on this CPU (faster than
+// float32: AMX-BF16, or AVX512-BF16 on Cooper Lake / Zen 4) or float32 kernels on exact copies
+// (same results up to accumulation order, no faster). Decided once per process; the
+// ATH_BF16_PRODUCTS=native|float32 environment variable overrides it. See
+// docs/mixed-precision.md.
+bool bf16_products_native();
+
 }  // namespace ath

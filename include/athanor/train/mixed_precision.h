@@ -13,8 +13,9 @@
 //   train::TrainerOptions opts;
 //   opts.precision = "bf16-mixed";  // or opts.precision_plugin = train::make_precision("...")
 //
-// On a host without AVX512-BF16, bf16-mixed gives the same results through float32 kernels and
-// says once (on stderr) that it will not be faster there. float16 products compute in float32
+// Where the CPU has no faster bfloat16 products (bf16_products_native() in ops/autocast.h),
+// bf16 precisions give the same results through float32 kernels and say once (on stderr) that
+// they will not be faster there. float16 products compute in float32
 // and round (no CPU here has fast float16 GEMM), so 16-mixed is about numerics, not speed.
 #pragma once
 
