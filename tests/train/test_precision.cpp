@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "train/trainer_fixtures.h"
 
@@ -33,6 +34,13 @@ class DTypeRecorder : public Regressor {
   }
   DType train_out = kInt64, val_out = kInt64;
 };
+
+// The model's initial weights come from the default generator: seeded first, so a test's result
+// does not depend on the tests that ran before it in the same process (CI runs shards).
+std::unique_ptr<DTypeRecorder> seeded_model() {
+  manual_seed(5);
+  return std::make_unique<DTypeRecorder>();
+}
 
 double fit_val_loss(const std::string& precision, DTypeRecorder& m, int64_t steps = 100) {
   manual_seed(5);
@@ -64,7 +72,8 @@ TEST(Precision, NamesPickThePluginAndUnknownNamesAreRefused) {
 }
 
 TEST(Precision, Bf16MixedRunsStepsInBf16WithFloat32WeightsAndLearnsTheSame) {
-  DTypeRecorder f32, bf16;
+  auto f32_model = seeded_model(), bf16_model = seeded_model();
+  DTypeRecorder &f32 = *f32_model, &bf16 = *bf16_model;
   const double loss32 = fit_val_loss("32-true", f32);
   const double loss16 = fit_val_loss("bf16-mixed", bf16);
   EXPECT_EQ(f32.train_out, kFloat32);
@@ -149,7 +158,8 @@ TEST(Precision, SixteenMixedResumesBitExactWithTheScalersState) {
 }
 
 TEST(Precision, Bf16TrueTrainsABfloat16Model) {
-  DTypeRecorder m;
+  auto model = seeded_model();
+  DTypeRecorder& m = *model;
   const double loss = fit_val_loss("bf16-true", m);
   EXPECT_EQ(m.fc.weight.dtype(), kBFloat16);
   EXPECT_EQ(m.train_out, kBFloat16);  // the batch was converted too
