@@ -91,20 +91,23 @@ TEST(IsaCopies, MaxPool2x2) {
 
 // bfloat16 max-pool returns the winning input itself: the same bits as pooling the float32
 // values (NaN wins, first maximum's index), at every ISA.
-TEST(IsaCopies, MaxPool2x2Bfloat16IsTheFloat32PoolOfTheSameValues) {
-  Generator gen(4);
-  Tensor x = randn({2, 3, 14, 18}, {.generator = &gen}).to(kBFloat16);
-  {
-    NoGradGuard no_grad;
-    x.view({-1}).narrow(0, 17, 1).fill_(std::nan(""));
-  }
-  for (CpuIsa isa : isas_up_to_current()) {
-    ScopedMaxCpuIsa cap(isa);
-    auto [y, idx] = max_pool2d_with_indices(x, {.kernel = 2});
-    auto [y32, idx32] = max_pool2d_with_indices(x.to(kFloat32), {.kernel = 2});
-    EXPECT_TRUE(allclose(y.to(kFloat32), y32, {.rtol = 0, .atol = 0, .equal_nan = true}))
-        << cpu_isa_name(isa);
-    EXPECT_TRUE(equal(idx, idx32)) << cpu_isa_name(isa);
+TEST(IsaCopies, MaxPool2x2In16BitsIsTheFloat32PoolOfTheSameValues) {
+  for (DType t : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Generator gen(4);
+    Tensor x = randn({2, 3, 14, 18}, {.generator = &gen}).to(t);
+    {
+      NoGradGuard no_grad;
+      x.view({-1}).narrow(0, 17, 1).fill_(std::nan(""));
+    }
+    for (CpuIsa isa : isas_up_to_current()) {
+      ScopedMaxCpuIsa cap(isa);
+      auto [y, idx] = max_pool2d_with_indices(x, {.kernel = 2});
+      auto [y32, idx32] = max_pool2d_with_indices(x.to(kFloat32), {.kernel = 2});
+      EXPECT_TRUE(allclose(y.to(kFloat32), y32, {.rtol = 0, .atol = 0, .equal_nan = true}))
+          << cpu_isa_name(isa);
+      EXPECT_TRUE(equal(idx, idx32)) << cpu_isa_name(isa);
+    }
   }
 }
 
@@ -138,6 +141,37 @@ TEST(IsaCopies, Bfloat16ConversionsMatchTheScalarDefinition) {
       ASSERT_EQ(std::bit_cast<uint32_t>(back[i]), static_cast<uint32_t>(all16[i]) << 16) << i;
     // bool -> bfloat16
     const Tensor mask = ne(from_vector<float>({0, 1, 2, 0, -1}), 0).to(kBFloat16);
+    EXPECT_EQ(mask.to(kFloat32).to_vector<float>(), (std::vector<float>{0, 1, 1, 0, 1}));
+  }
+}
+
+// The same for float16 (16-mixed's casts) against Half's scalar conversions, which
+// DType.HalfConvertsLikeIeeeBinary16 checks against float64 arithmetic.
+TEST(IsaCopies, Float16ConversionsMatchTheScalarDefinition) {
+  std::vector<uint16_t> all16(1 << 16);
+  for (std::size_t i = 0; i < all16.size(); ++i) all16[i] = static_cast<uint16_t>(i);
+  std::vector<float> f32;
+  for (uint32_t hi = 0; hi < (1u << 19); hi += 5) {  // exponent, sign and the top mantissa bits
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x0fffu, 0x1000u, 0x1001u, 0x1fffu}) {
+      f32.push_back(std::bit_cast<float>((hi << 13) | lo));
+    }
+  }
+  const Tensor wide = from_vector(f32);
+  for (CpuIsa isa : isas_up_to_current()) {
+    SCOPED_TRACE(cpu_isa_name(isa));
+    ScopedMaxCpuIsa cap(isa);
+    const Tensor narrow = wide.to(kFloat16);
+    const auto* got = static_cast<const uint16_t*>(narrow.data_ptr());
+    for (std::size_t i = 0; i < f32.size(); ++i)
+      ASSERT_EQ(got[i], Half(f32[i]).bits) << "float bits " << std::bit_cast<uint32_t>(f32[i]);
+    Tensor f16 = empty({1 << 16}, kFloat16);
+    std::memcpy(f16.data_ptr(), all16.data(), all16.size() * sizeof(uint16_t));
+    const std::vector<float> back = f16.to(kFloat32).to_vector<float>();
+    for (std::size_t i = 0; i < all16.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(back[i]),
+                std::bit_cast<uint32_t>(static_cast<float>(Half::from_bits(all16[i]))))
+          << i;
+    const Tensor mask = ne(from_vector<float>({0, 1, 2, 0, -1}), 0).to(kFloat16);
     EXPECT_EQ(mask.to(kFloat32).to_vector<float>(), (std::vector<float>{0, 1, 1, 0, 1}));
   }
 }

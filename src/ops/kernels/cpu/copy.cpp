@@ -162,6 +162,26 @@ ATH_ISA_BODY void bool_to_bf16_body(const bool* x, uint16_t* y, int64_t n) {
 }
 ATH_ISA_DISPATCH(bool_to_bf16, (const bool* x, uint16_t* y, int64_t n), (x, y, n))
 
+// float16: the same casts for 16-mixed, through Half's branch-free conversions (vectorized per
+// ISA here; bit-identical to the scalar ones by construction).
+ATH_ISA_BODY void f16_to_f32_body(const uint16_t* x, float* y, int64_t n) {
+  ATH_IVDEP
+  for (int64_t i = 0; i < n; ++i) y[i] = Half::to_float(x[i]);
+}
+ATH_ISA_DISPATCH(f16_to_f32, (const uint16_t* x, float* y, int64_t n), (x, y, n))
+
+ATH_ISA_BODY void f32_to_f16_body(const float* x, uint16_t* y, int64_t n) {
+  ATH_IVDEP
+  for (int64_t i = 0; i < n; ++i) y[i] = Half::from_float(x[i]);
+}
+ATH_ISA_DISPATCH(f32_to_f16, (const float* x, uint16_t* y, int64_t n), (x, y, n))
+
+ATH_ISA_BODY void bool_to_f16_body(const bool* x, uint16_t* y, int64_t n) {
+  ATH_IVDEP
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] ? uint16_t{0x3c00} : uint16_t{0};  // 1.0 : 0.0
+}
+ATH_ISA_DISPATCH(bool_to_f16, (const bool* x, uint16_t* y, int64_t n), (x, y, n))
+
 // out = src converted, through the dense kernels above when both are contiguous and the pair
 // has one; false otherwise.
 template <class Src, class Dst>
@@ -179,6 +199,15 @@ bool convert_dense(Tensor& out, const Tensor& src) {
     return true;
   } else if constexpr (std::is_same_v<Src, bool> && std::is_same_v<Dst, BFloat16>) {
     run(&bool_to_bf16, src.data<bool>(), static_cast<uint16_t*>(out.data_ptr()));
+    return true;
+  } else if constexpr (std::is_same_v<Src, Half> && std::is_same_v<Dst, float>) {
+    run(&f16_to_f32, static_cast<const uint16_t*>(src.data_ptr()), out.data<float>());
+    return true;
+  } else if constexpr (std::is_same_v<Src, float> && std::is_same_v<Dst, Half>) {
+    run(&f32_to_f16, src.data<float>(), static_cast<uint16_t*>(out.data_ptr()));
+    return true;
+  } else if constexpr (std::is_same_v<Src, bool> && std::is_same_v<Dst, Half>) {
+    run(&bool_to_f16, src.data<bool>(), static_cast<uint16_t*>(out.data_ptr()));
     return true;
   }
   return false;

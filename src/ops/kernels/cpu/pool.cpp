@@ -101,6 +101,16 @@ ATH_ISA_DISPATCH(max_pool_2x2_plane_bf16,
                   int64_t out_w),
                  (xs, ys, is, in_w, out_h, out_w))
 
+// float16, the 16-mixed case (with Half's branch-free widening the selects vectorize too).
+ATH_ISA_BODY void max_pool_2x2_plane_f16_body(const Half* xs, Half* ys, int64_t* is, int64_t in_w,
+                                              int64_t out_h, int64_t out_w) {
+  max_pool_2x2_plane<Half, float>(xs, ys, is, in_w, out_h, out_w);
+}
+ATH_ISA_DISPATCH(max_pool_2x2_plane_f16,
+                 (const Half* xs, Half* ys, int64_t* is, int64_t in_w, int64_t out_h,
+                  int64_t out_w),
+                 (xs, ys, is, in_w, out_h, out_w))
+
 template <class T>
 void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs& a) {
   using C = compute_t<T>;
@@ -125,6 +135,8 @@ void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs&
         max_pool_2x2_plane_f32(xs, ys, is, in_w, out_h, out_w);
       } else if constexpr (std::is_same_v<T, BFloat16>) {
         max_pool_2x2_plane_bf16(xs, ys, is, in_w, out_h, out_w);
+      } else if constexpr (std::is_same_v<T, Half>) {
+        max_pool_2x2_plane_f16(xs, ys, is, in_w, out_h, out_w);
       } else {
         max_pool_2x2_plane<T, C>(xs, ys, is, in_w, out_h, out_w);
       }
