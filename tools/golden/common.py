@@ -39,3 +39,22 @@ def save(name, cases):
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
     print(f"wrote {path}: {len(cases)} cases")
+
+
+def encode_nonfinite(tensors):
+    """JSON has no NaN/Infinity: a tensor with non-finite values is stored with them as 0 plus a
+    "<name>.nonfinite" tensor of codes (0 finite, 1 NaN, 2 +inf, 3 -inf) that
+    GoldenCase::with_nonfinite applies."""
+    out = {}
+    for k, v in tensors.items():
+        v = v.detach().clone()
+        if v.is_floating_point() and not torch.isfinite(v).all():
+            codes = torch.zeros(v.shape, dtype=torch.uint8)
+            codes[torch.isnan(v)] = 1
+            codes[v == float("inf")] = 2
+            codes[v == float("-inf")] = 3
+            out[k] = torch.where(torch.isfinite(v), v, torch.zeros_like(v))
+            out[k + ".nonfinite"] = codes
+        else:
+            out[k] = v
+    return out

@@ -33,7 +33,7 @@ import math
 
 import torch
 
-from common import save
+from common import encode_nonfinite, save
 
 STEPS = 12
 P0 = [0.5, -1.0, 1.5, 2.0, -0.25, 0.75]
@@ -98,22 +98,6 @@ def run(init_scale, growth_factor, backoff_factor, growth_interval):
                "growth_tracker": torch.tensor(tracker, dtype=torch.int64),
                "grad_after": torch.stack(grad_after), "traj": torch.stack(traj)}
     return attrs, tensors
-
-
-def encode_nonfinite(tensors):
-    out = {}
-    for k, v in tensors.items():
-        v = v.detach().clone()
-        if v.is_floating_point() and not torch.isfinite(v).all():
-            codes = torch.zeros(v.shape, dtype=torch.uint8)
-            codes[torch.isnan(v)] = 1
-            codes[v == float("inf")] = 2
-            codes[v == float("-inf")] = 3
-            out[k] = torch.where(torch.isfinite(v), v, torch.zeros_like(v))
-            out[k + ".nonfinite"] = codes
-        else:
-            out[k] = v
-    return out
 
 
 CONFIGS = [

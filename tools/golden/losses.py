@@ -15,7 +15,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from common import save
+from common import encode_nonfinite, save
 
 torch.manual_seed(0)
 warnings.simplefilter("ignore")  # broadcasting and 'mean' kl_div warnings
@@ -264,22 +264,6 @@ pointwise_case("kl_div_batchmean_broadcast", "kl_div",
                torch.randn(3, dtype=DT), torch.rand(2, 3, dtype=DT),
                {"reduction": "batchmean", "log_target": False})
 
-
-
-def encode_nonfinite(tensors):
-    out = {}
-    for k, v in tensors.items():
-        v = v.detach().clone()
-        if v.is_floating_point() and not torch.isfinite(v).all():
-            codes = torch.zeros(v.shape, dtype=torch.uint8)
-            codes[torch.isnan(v)] = 1
-            codes[v == float("inf")] = 2
-            codes[v == float("-inf")] = 3
-            out[k] = torch.where(torch.isfinite(v), v, torch.zeros_like(v))
-            out[k + ".nonfinite"] = codes
-        else:
-            out[k] = v
-    return out
 
 
 for c in cases:

@@ -11,6 +11,7 @@
 #include "athanor/nn/batch_norm.h"
 #include "athanor/nn/bilinear.h"
 #include "athanor/nn/conv.h"
+#include "athanor/nn/ctc_loss.h"
 #include "athanor/nn/dropout.h"
 #include "athanor/nn/embedding.h"
 #include "athanor/nn/flatten.h"

@@ -8,6 +8,7 @@
 #include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
+#include "athanor/ops/ctc.h"
 #include "athanor/ops/indexing.h"
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/losses.h"
