@@ -12,6 +12,7 @@
 #include "athanor/nn/bilinear.h"
 #include "athanor/nn/conv.h"
 #include "athanor/nn/crf.h"
+#include "athanor/nn/ctc_decode.h"
 #include "athanor/nn/ctc_loss.h"
 #include "athanor/nn/dropout.h"
 #include "athanor/nn/embedding.h"
