@@ -17,6 +17,7 @@
 #include "athanor/nn/dropout.h"
 #include "athanor/nn/embedding.h"
 #include "athanor/nn/flatten.h"
+#include "athanor/nn/generate.h"
 #include "athanor/nn/group_norm.h"
 #include "athanor/nn/hmm.h"
 #include "athanor/nn/identity.h"
