@@ -23,8 +23,9 @@ int64_t check_start(const char* who, const Tensor& start, const std::vector<Tens
                     const std::vector<int64_t>& dims) {
   ATH_CHECK(start.defined() && start.dim() == 1 && start.dtype() == kInt64, ShapeError,
             "{}: start_tokens must be int64 [N], got {}", who,
-            start.defined() ? to_string(start.shape()) + " " + std::string(dtype_name(start.dtype()))
-                            : std::string("(undefined)"));
+            start.defined()
+                ? to_string(start.shape()) + " " + std::string(dtype_name(start.dtype()))
+                : std::string("(undefined)"));
   ATH_CHECK(dims.empty() || dims.size() == state.size(), ValueError,
             "{}: state_batch_dims has {} entries for {} state tensors", who, dims.size(),
             state.size());
