@@ -1,6 +1,6 @@
 // W4 of WORKLOADS.md through the Trainer: a byte-level Transformer language model on the licence
-// texts Debian ships, AdamW, 200 steps of 16 windows of 128 bytes. Compare
-// examples/char_transformer.cpp.
+// texts Debian ships, AdamW, 200 steps of 16 windows of 128 bytes, then decoding from the trained
+// model (examples/char_generation.h). Compare examples/char_transformer.cpp.
 //
 //   ./build/examples/trainer_char_transformer [steps]
 #include <athanor/athanor.h>
@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <filesystem>
+
+#include "char_generation.h"
 
 ATH_SHORT_OPENMP_SPIN();
 
@@ -47,4 +49,5 @@ int main(int argc, char** argv) {
   opts.default_root_dir = "runs/char_transformer";
   CharLm model;
   train::Trainer(opts).fit(model, data::make_loader(text, {.batch_size = 16, .shuffle = true}));
+  decode_demo(model.net);  // generation from the trained model
 }
