@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -54,10 +55,18 @@ TEST(TrainerResumeChild, TrainUntilKilled) {
 TEST(TrainerResume, SigkillAtRandomMoments) {
   const fs::path root = fs::temp_directory_path() / ("athanor_sigkill_" + std::to_string(getpid()));
   fs::remove_all(root);
+  const auto t0 = std::chrono::steady_clock::now();
   const StateDict straight = train_to(kSteps, root / "straight", "");
+  // Kill within the first half of a whole run's duration after the first checkpoint, so most
+  // kills land mid-run however fast or loaded the machine is (a fixed 150 ms bound let every
+  // child finish first now and then); trials go on until one was killed mid-run (at most 10).
+  const auto run_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  const auto max_delay_us = static_cast<unsigned>(std::max<int64_t>(1000, run_us / 2));
   std::mt19937 rng(std::random_device{}());
   int resumed_mid_run = 0;
-  for (int trial = 0; trial < 3; ++trial) {
+  for (int trial = 0; trial < 10 && (trial < 3 || resumed_mid_run == 0); ++trial) {
     const fs::path dir = root / ("trial" + std::to_string(trial));
     fs::create_directories(dir);
     const std::string env_dir = "ATH_SIGKILL_CHILD_DIR=" + dir.string();
@@ -79,7 +88,7 @@ TEST(TrainerResume, SigkillAtRandomMoments) {
     while (!fs::exists(dir / "last.ckpt") && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 150000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % max_delay_us));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
