@@ -10,6 +10,7 @@
 
 #include "athanor/athanor.h"
 #include "athanor/nn/ctc_decode.h"
+#include "support/expect_error.h"
 #include "support/golden.h"
 
 namespace ath::seq {
@@ -157,24 +158,26 @@ TEST(CtcDecode, ScorerAndBonusSteerTheSearch) {
 
 TEST(CtcDecode, BadInputNamesTheFunction) {
   Tensor lp = log_softmax(randn({5, 2, 4}), 2);
-  auto expect_error = [](const std::function<void()>& f, const std::string& who) {
-    try {
-      f();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(who), std::string::npos) << e.what();
-    }
-  };
-  expect_error([&] { ctc_beam_search(lp, {}, {.beam_width = 0}); }, "ctc_beam_search");
-  expect_error([&] { ctc_beam_search(lp, {}, {.beam_width = 2, .n_best = 3}); }, "ctc_beam_search");
-  expect_error([&] { ctc_beam_search(lp, {}, {.blank = 4}); }, "ctc_beam_search");
-  expect_error([&] { ctc_beam_search(lp, from_vector<int64_t>({6, 5})); }, "ctc_beam_search");
-  expect_error([&] { ctc_beam_search(lp, from_vector<int64_t>({5})); }, "ctc_beam_search");
-  expect_error([&] { ctc_beam_search(lp, from_vector<float>({5, 5})); }, "ctc_beam_search");
-  expect_error([&] { ctc_greedy_decode(zeros({5})); }, "ctc_greedy_decode");
-  expect_error([&] { ctc_greedy_decode(zeros({5, 2, 4}, kInt64)); }, "ctc_greedy_decode");
-  expect_error([&] { ctc_greedy_decode(lp, from_vector<int64_t>({-1, 5})); }, "ctc_greedy_decode");
-  expect_error([&] { ctc_greedy_decode(lp, {}, -1); }, "ctc_greedy_decode");
+  using testing::expect_error_naming;
+  expect_error_naming([&] { ctc_beam_search(lp, {}, {.beam_width = 0}); }, "ctc_beam_search");
+  expect_error_naming([&] { ctc_beam_search(lp, {}, {.beam_width = 2, .n_best = 3}); },
+                      "ctc_beam_search");
+  expect_error_naming([&] { ctc_beam_search(lp, {}, {.blank = 4}); }, "ctc_beam_search");
+  expect_error_naming(
+      [&] {
+        ctc_beam_search(lp, from_vector<int64_t>({6, 5}));
+      },
+      "ctc_beam_search");
+  expect_error_naming([&] { ctc_beam_search(lp, from_vector<int64_t>({5})); }, "ctc_beam_search");
+  expect_error_naming([&] { ctc_beam_search(lp, from_vector<float>({5, 5})); }, "ctc_beam_search");
+  expect_error_naming([&] { ctc_greedy_decode(zeros({5})); }, "ctc_greedy_decode");
+  expect_error_naming([&] { ctc_greedy_decode(zeros({5, 2, 4}, kInt64)); }, "ctc_greedy_decode");
+  expect_error_naming(
+      [&] {
+        ctc_greedy_decode(lp, from_vector<int64_t>({-1, 5}));
+      },
+      "ctc_greedy_decode");
+  expect_error_naming([&] { ctc_greedy_decode(lp, {}, -1); }, "ctc_greedy_decode");
 }
 
 }  // namespace

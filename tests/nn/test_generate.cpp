@@ -13,6 +13,7 @@
 #include "athanor/nn/generate.h"
 #include "athanor/nn/linear.h"
 #include "athanor/nn/rnn.h"
+#include "support/expect_error.h"
 
 namespace ath::seq {
 namespace {
@@ -191,29 +192,23 @@ TEST(Sampling, StopsAtEosAndKeepsTheOthersGoing) {
 TEST(Generate, BadInputNamesTheFunction) {
   Tensor table = log_softmax(randn({3, 3}), 1);
   const Tensor start = from_vector<int64_t>({0});
-  auto expect_error = [](const std::function<void()>& f, const std::string& who) {
-    try {
-      f();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(who), std::string::npos) << e.what();
-    }
-  };
-  expect_error([&] { beam_search(markov(table), start, {}, {.beam = 0}); }, "beam_search");
-  expect_error([&] { beam_search(markov(table), start, {}, {.beam = 2, .n_best = 3}); },
-               "beam_search");
-  expect_error([&] { beam_search(markov(table), start, {}, {.max_len = 0}); }, "beam_search");
-  expect_error([&] { beam_search(markov(table), start, {}, {.length_penalty = -1}); },
-               "beam_search");
-  expect_error([&] { beam_search(markov(table), start.to(kFloat32), {}); }, "beam_search");
-  expect_error([&] { beam_search(markov(table), start, {zeros({2, 3})}); }, "beam_search");
+  using testing::expect_error_naming;
+  expect_error_naming([&] { beam_search(markov(table), start, {}, {.beam = 0}); }, "beam_search");
+  expect_error_naming([&] { beam_search(markov(table), start, {}, {.beam = 2, .n_best = 3}); },
+                      "beam_search");
+  expect_error_naming([&] { beam_search(markov(table), start, {}, {.max_len = 0}); },
+                      "beam_search");
+  expect_error_naming([&] { beam_search(markov(table), start, {}, {.length_penalty = -1}); },
+                      "beam_search");
+  expect_error_naming([&] { beam_search(markov(table), start.to(kFloat32), {}); }, "beam_search");
+  expect_error_naming([&] { beam_search(markov(table), start, {zeros({2, 3})}); }, "beam_search");
   StepFn wrong = [](const Tensor& last, const std::vector<Tensor>& s) {
     return Step{zeros({last.numel() + 1, 3}), s};
   };
-  expect_error([&] { beam_search(wrong, start, {}); }, "beam_search");
-  expect_error([&] { sample(markov(table), start, {}, {.temperature = -1}); }, "sample");
-  expect_error([&] { sample(markov(table), start, {}, {.top_p = 0}); }, "sample");
-  expect_error([&] { sample(markov(table), start, {}, {.top_k = -1}); }, "sample");
+  expect_error_naming([&] { beam_search(wrong, start, {}); }, "beam_search");
+  expect_error_naming([&] { sample(markov(table), start, {}, {.temperature = -1}); }, "sample");
+  expect_error_naming([&] { sample(markov(table), start, {}, {.top_p = 0}); }, "sample");
+  expect_error_naming([&] { sample(markov(table), start, {}, {.top_k = -1}); }, "sample");
 }
 
 }  // namespace
