@@ -139,11 +139,15 @@ std::vector<std::vector<Hypothesis>> beam_search(const StepFn& step, const Tenso
           if (r[v] != kNegInf) cands.push_back({l[h].log_prob + r[v], static_cast<int64_t>(h), v});
         }
       }
-      std::stable_sort(cands.begin(), cands.end(),
-                       [](const Cand& a, const Cand& b) { return a.log_prob > b.log_prob; });
-      // As Hugging Face's: the 2 * beam best extensions, finished ones leaving the beam.
-      if (static_cast<int64_t>(cands.size()) > 2 * o.beam)
-        cands.resize(static_cast<std::size_t>(2 * o.beam));
+      // As Hugging Face's: the 2 * beam best extensions (only those are ordered), finished ones
+      // leaving the beam.
+      const auto top = std::min(cands.size(), static_cast<std::size_t>(2 * o.beam));
+      std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top),
+                        cands.end(), [](const Cand& a, const Cand& b) {
+                          if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+                          return a.from != b.from ? a.from < b.from : a.token < b.token;
+                        });
+      cands.resize(top);
       std::vector<Live> kept;
       for (const Cand& c : cands) {
         if (static_cast<int64_t>(kept.size()) == o.beam) break;
@@ -208,14 +212,17 @@ std::vector<std::vector<int64_t>> sample(const StepFn& step, const Tensor& start
     std::vector<int64_t> keep, next_last;
     for (std::size_t r = 0; r < live.size(); ++r) {
       const double* row = lp.data() + static_cast<int64_t>(r) * vocab;
-      order.resize(static_cast<std::size_t>(vocab));
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t a, int64_t b) { return row[a] > row[b]; });
-      int64_t token = order[0];
+      // Greedy: the most likely token, the first on ties (max_element keeps the first).
+      int64_t token = std::max_element(row, row + vocab) - row;
       if (o.temperature > 0) {
-        // Candidates: the top_k most likely, then the smallest prefix reaching top_p.
+        // Candidates: the top_k most likely (only those are ordered; ties by token), then the
+        // smallest prefix reaching top_p.
         const int64_t k = o.top_k > 0 ? std::min(o.top_k, vocab) : vocab;
+        order.resize(static_cast<std::size_t>(vocab));
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          return row[a] != row[b] ? row[a] > row[b] : a < b;
+        });
         weight.assign(static_cast<std::size_t>(k), 0.0);
         const double top = row[order[0]] / o.temperature;
         double total = 0;
