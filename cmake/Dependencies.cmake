@@ -6,6 +6,10 @@ find_package(ZLIB REQUIRED)  # gzip-compressed IDX files (MNIST)
 find_package(simdjson REQUIRED)  # safetensors headers, validated in one linear pass
 find_package(yaml-cpp REQUIRED)  # run configs and hparams.yaml
 find_package(CLI11 REQUIRED)  # the athanor command line
+# The dist layer's collectives: MPI's C API (MPI::MPI_C). FindMPI checks the C component with
+# a C compiler; the CXX component would also link the deprecated MPI-2 C++ bindings.
+enable_language(C)
+find_package(MPI REQUIRED COMPONENTS C)
 
 # Debian's libdnnl-dev ships no CMake package: locate the header and library directly.
 find_path(DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)

@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev             # gzip-compressed IDX files (MNIST)
   libyaml-cpp-dev        # run configs (athanor fit --config), hparams.yaml
   libcli11-dev           # the athanor command line
+  libopenmpi-dev openmpi-bin  # the dist layer's collectives; mpirun for its tests
   libgtest-dev libgmock-dev
   libbenchmark-dev
   dataset-fashion-mnist  # the main job's data
