@@ -76,28 +76,26 @@ Work MpiCommunicator::barrier(std::string name, CallOptions call) {
   return submit(make_item(Collective::Barrier, std::move(name), call));
 }
 
-Work MpiCommunicator::send(const Tensor& t, int dst, int tag, std::string name, CallOptions call) {
-  check_tensor(t, Collective::Send, name, "tensor", false);
-  check_rank(dst, world_size(), Collective::Send, name, "dst");
-  check_tag(tag, Collective::Send, name);
-  check_count(t.nbytes(), Collective::Send, name, "bytes");
-  auto item = make_item(Collective::Send, std::move(name), call);
+Work MpiCommunicator::point_to_point(Collective kind, const Tensor& t, int peer, int tag,
+                                     std::string name, CallOptions call) {
+  const char* peer_name = kind == Collective::Send ? "dst" : "src";
+  check_tensor(t, kind, name, "tensor", false);
+  check_rank(peer, world_size(), kind, name, peer_name);
+  check_tag(tag, kind, name);
+  check_count(t.nbytes(), kind, name, "bytes");
+  auto item = make_item(kind, std::move(name), call);
   item->a = t;
-  item->peer = dst;
+  item->peer = peer;
   item->tag = tag;
   return submit(std::move(item));
 }
 
+Work MpiCommunicator::send(const Tensor& t, int dst, int tag, std::string name, CallOptions call) {
+  return point_to_point(Collective::Send, t, dst, tag, std::move(name), call);
+}
+
 Work MpiCommunicator::recv(const Tensor& t, int src, int tag, std::string name, CallOptions call) {
-  check_tensor(t, Collective::Recv, name, "tensor", false);
-  check_rank(src, world_size(), Collective::Recv, name, "src");
-  check_tag(tag, Collective::Recv, name);
-  check_count(t.nbytes(), Collective::Recv, name, "bytes");
-  auto item = make_item(Collective::Recv, std::move(name), call);
-  item->a = t;
-  item->peer = src;
-  item->tag = tag;
-  return submit(std::move(item));
+  return point_to_point(Collective::Recv, t, src, tag, std::move(name), call);
 }
 
 }  // namespace ath::dist::detail

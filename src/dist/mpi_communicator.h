@@ -30,6 +30,9 @@ class MpiCommunicator final : public Communicator {
  private:
   std::unique_ptr<Item> make_item(Collective kind, std::string name, const CallOptions& call);
   Work submit(std::unique_ptr<Item> item);
+  // send and recv: the same checks and item, one direction apart.
+  Work point_to_point(Collective kind, const Tensor& t, int peer, int tag, std::string name,
+                      CallOptions call);
 
   MpiEngine& engine_;
   EngineInfo info_;

@@ -91,6 +91,7 @@ class MpiEngine {
   bool progress_data();
   void check_deadlines();
   void start_p2p(Item& item);
+  void on_started(Item& item, int rc);
   void start_collective(Item& item);
   void post_control_recv(int peer);
   void send_control(int peer, const ControlMessage& m);

@@ -189,6 +189,11 @@ void MpiEngine::start_collective(Item& item) {
     default:
       break;
   }
+  on_started(item, rc);
+}
+
+// After an MPI_I* call: the item moves to its data phase, or the communicator fails naming it.
+void MpiEngine::on_started(Item& item, int rc) {
   if (rc != MPI_SUCCESS) {
     item.request = MPI_REQUEST_NULL;
     fail(fmt::format("{}: MPI refused to start it: {}", describe(item.kind, item.name),
@@ -205,14 +210,7 @@ void MpiEngine::start_p2p(Item& item) {
   int rc = item.kind == Collective::Send
                ? MPI_Isend(a, bytes, MPI_BYTE, item.peer, item.tag, data_, &item.request)
                : MPI_Irecv(a, bytes, MPI_BYTE, item.peer, item.tag, data_, &item.request);
-  if (rc != MPI_SUCCESS) {
-    item.request = MPI_REQUEST_NULL;
-    fail(fmt::format("{}: MPI refused to start it: {}", describe(item.kind, item.name),
-                     mpi_error(rc)),
-         &item);
-    return;
-  }
-  item.phase = Item::Phase::Data;
+  on_started(item, rc);
 }
 
 bool MpiEngine::progress_data() {
