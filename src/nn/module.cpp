@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "athanor/core/behavior_state.h"
 #include "athanor/core/error.h"
 #include "athanor/tensor/grad_mode.h"
 
@@ -162,6 +163,7 @@ int64_t Module::num_parameters(bool trainable_only) const {
 }
 
 Module& Module::train(bool on) {
+  if (training_ != on) flip_behavior_flag(this);  // what a compiled step keys its graphs on
   training_ = on;
   for (Child& c : children_) c.module->train(on);
   return *this;

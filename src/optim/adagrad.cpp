@@ -50,12 +50,16 @@ void Adagrad::step_group(std::size_t g) {
   const AdagradOptions& o = options_[g];
   Group& grp = groups_[g];
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
-  const AdagradUpdateAttrs attrs{.lr = o.lr,
-                                 .lr_decay = o.lr_decay,
-                                 .weight_decay = o.weight_decay,
-                                 .eps = o.eps,
-                                 .maximize = o.maximize};
-  detail::run_update(op_adagrad_update(), attrs, ups, [&](detail::ParamUpdate& u) {
+  // Read again whenever a compiled step replays the update (a scheduler changes lr).
+  auto attrs_of = [this, g] {
+    const AdagradOptions& opts = options_[g];
+    return AdagradUpdateAttrs{.lr = opts.lr,
+                              .lr_decay = opts.lr_decay,
+                              .weight_decay = opts.weight_decay,
+                              .eps = opts.eps,
+                              .maximize = opts.maximize};
+  };
+  detail::run_update(op_adagrad_update(), attrs_of, ups, [&](detail::ParamUpdate& u) {
     ParamState& st = *u.state;
     // Normally made with the group; recreated if a loaded state dict had none for this param.
     return std::vector<Tensor>{

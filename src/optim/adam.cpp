@@ -42,19 +42,25 @@ template class OptimizerWith<AdamWOptions>;
 
 namespace {
 
+// The update's attributes from a group's options; read again whenever a compiled step replays
+// the update (a scheduler changes lr, a one-cycle policy beta1).
+template <class O>
+AdamUpdateAttrs adam_attrs(const O& o, bool decoupled) {
+  return AdamUpdateAttrs{.lr = o.lr,
+                         .beta1 = std::get<0>(o.betas),
+                         .beta2 = std::get<1>(o.betas),
+                         .eps = o.eps,
+                         .weight_decay = o.weight_decay,
+                         .amsgrad = o.amsgrad,
+                         .maximize = o.maximize,
+                         .decoupled = decoupled};
+}
+
 template <class O>
 void adam_step(Optimizer& opt, const O& o, std::vector<Tensor>& params,
-               std::vector<ParamState>& states, bool decoupled) {
+               std::vector<ParamState>& states, const std::function<AdamUpdateAttrs()>& attrs_of) {
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(opt.name(), params, states);
-  const AdamUpdateAttrs attrs{.lr = o.lr,
-                              .beta1 = std::get<0>(o.betas),
-                              .beta2 = std::get<1>(o.betas),
-                              .eps = o.eps,
-                              .weight_decay = o.weight_decay,
-                              .amsgrad = o.amsgrad,
-                              .maximize = o.maximize,
-                              .decoupled = decoupled};
-  detail::run_update(op_adam_update(), attrs, ups, [&](detail::ParamUpdate& u) {
+  detail::run_update(op_adam_update(), attrs_of, ups, [&](detail::ParamUpdate& u) {
     ParamState& st = *u.state;
     std::vector<Tensor> lists{detail::counter_tensor(st, "step"), u.param, u.grad,
                               detail::state_tensor(st, u.param, "exp_avg"),
@@ -75,7 +81,8 @@ Adam::Adam(const std::vector<ParamGroup>& groups, AdamOptions options)
 }
 
 void Adam::step_group(std::size_t g) {
-  adam_step(*this, options_[g], groups_[g].params, groups_[g].state, false);
+  adam_step(*this, options_[g], groups_[g].params, groups_[g].state,
+            [this, g] { return adam_attrs(options_[g], false); });
 }
 
 AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options)
@@ -87,7 +94,8 @@ AdamW::AdamW(const std::vector<ParamGroup>& groups, AdamWOptions options)
 }
 
 void AdamW::step_group(std::size_t g) {
-  adam_step(*this, options_[g], groups_[g].params, groups_[g].state, true);
+  adam_step(*this, options_[g], groups_[g].params, groups_[g].state,
+            [this, g] { return adam_attrs(options_[g], true); });
 }
 
 }  // namespace ath::optim

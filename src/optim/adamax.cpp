@@ -38,16 +38,19 @@ Adamax::Adamax(const std::vector<ParamGroup>& groups, AdamaxOptions options)
 }
 
 void Adamax::step_group(std::size_t g) {
-  const AdamaxOptions& o = options_[g];
   Group& grp = groups_[g];
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
-  const AdamaxUpdateAttrs attrs{.lr = o.lr,
-                                .beta1 = std::get<0>(o.betas),
-                                .beta2 = std::get<1>(o.betas),
-                                .eps = o.eps,
-                                .weight_decay = o.weight_decay,
-                                .maximize = o.maximize};
-  detail::run_update(op_adamax_update(), attrs, ups, [](detail::ParamUpdate& u) {
+  // Read again whenever a compiled step replays the update (a scheduler changes lr).
+  auto attrs_of = [this, g] {
+    const AdamaxOptions& opts = options_[g];
+    return AdamaxUpdateAttrs{.lr = opts.lr,
+                             .beta1 = std::get<0>(opts.betas),
+                             .beta2 = std::get<1>(opts.betas),
+                             .eps = opts.eps,
+                             .weight_decay = opts.weight_decay,
+                             .maximize = opts.maximize};
+  };
+  detail::run_update(op_adamax_update(), attrs_of, ups, [](detail::ParamUpdate& u) {
     ParamState& st = *u.state;
     return std::vector<Tensor>{detail::counter_tensor(st, "step"), u.param, u.grad,
                                detail::state_tensor(st, u.param, "exp_avg"),

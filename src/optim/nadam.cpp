@@ -39,16 +39,19 @@ NAdam::NAdam(const std::vector<ParamGroup>& groups, NAdamOptions options)
 }
 
 void NAdam::step_group(std::size_t g) {
-  const NAdamOptions& o = options_[g];
   Group& grp = groups_[g];
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
-  const NAdamUpdateAttrs attrs{.lr = o.lr,
-                               .beta1 = std::get<0>(o.betas),
-                               .beta2 = std::get<1>(o.betas),
-                               .eps = o.eps,
-                               .weight_decay = o.weight_decay,
-                               .momentum_decay = o.momentum_decay};
-  detail::run_update(op_nadam_update(), attrs, ups, [](detail::ParamUpdate& u) {
+  // Read again whenever a compiled step replays the update (a scheduler changes lr).
+  auto attrs_of = [this, g] {
+    const NAdamOptions& opts = options_[g];
+    return NAdamUpdateAttrs{.lr = opts.lr,
+                            .beta1 = std::get<0>(opts.betas),
+                            .beta2 = std::get<1>(opts.betas),
+                            .eps = opts.eps,
+                            .weight_decay = opts.weight_decay,
+                            .momentum_decay = opts.momentum_decay};
+  };
+  detail::run_update(op_nadam_update(), attrs_of, ups, [](detail::ParamUpdate& u) {
     ParamState& st = *u.state;
     const bool fresh = st.empty();
     Tensor step = detail::counter_tensor(st, "step");

@@ -44,14 +44,18 @@ void RMSprop::step_group(std::size_t g) {
   const RMSpropOptions& o = options_[g];
   Group& grp = groups_[g];
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
-  const RMSpropUpdateAttrs attrs{.lr = o.lr,
-                                 .alpha = o.alpha,
-                                 .eps = o.eps,
-                                 .weight_decay = o.weight_decay,
-                                 .momentum = o.momentum,
-                                 .centered = o.centered,
-                                 .maximize = o.maximize};
-  detail::run_update(op_rmsprop_update(), attrs, ups, [&](detail::ParamUpdate& u) {
+  // Read again whenever a compiled step replays the update (a scheduler changes lr).
+  auto attrs_of = [this, g] {
+    const RMSpropOptions& opts = options_[g];
+    return RMSpropUpdateAttrs{.lr = opts.lr,
+                              .alpha = opts.alpha,
+                              .eps = opts.eps,
+                              .weight_decay = opts.weight_decay,
+                              .momentum = opts.momentum,
+                              .centered = opts.centered,
+                              .maximize = opts.maximize};
+  };
+  detail::run_update(op_rmsprop_update(), attrs_of, ups, [&](detail::ParamUpdate& u) {
     ParamState& st = *u.state;
     std::vector<Tensor> lists{detail::counter_tensor(st, "step"), u.param, u.grad,
                               detail::state_tensor(st, u.param, "square_avg")};

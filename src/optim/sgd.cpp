@@ -44,14 +44,21 @@ void SGD::step_group(std::size_t g) {
   Group& grp = groups_[g];
   std::vector<detail::ParamUpdate> ups = detail::prepare_group(name(), grp.params, grp.state);
   const bool momentum = o.momentum != 0;
-  SgdUpdateAttrs attrs{.lr = o.lr,
-                       .momentum = o.momentum,
-                       .dampening = o.dampening,
-                       .weight_decay = o.weight_decay,
-                       .nesterov = o.nesterov,
-                       .maximize = o.maximize};
+  // Read again whenever a compiled step replays the update (a scheduler changes lr).
+  auto attrs_of = [this, g](bool first) {
+    return [this, g, first] {
+      const SGDOptions& opts = options_[g];
+      return SgdUpdateAttrs{.lr = opts.lr,
+                            .momentum = opts.momentum,
+                            .dampening = opts.dampening,
+                            .weight_decay = opts.weight_decay,
+                            .nesterov = opts.nesterov,
+                            .maximize = opts.maximize,
+                            .first = first};
+    };
+  };
   if (!momentum) {
-    detail::run_update(op_sgd_update(), attrs, ups, [](detail::ParamUpdate& u) {
+    detail::run_update(op_sgd_update(), attrs_of(false), ups, [](detail::ParamUpdate& u) {
       return std::vector<Tensor>{u.param, u.grad};
     });
     return;
@@ -64,9 +71,8 @@ void SGD::step_group(std::size_t g) {
     return std::vector<Tensor>{u.param, u.grad,
                                detail::state_tensor(*u.state, u.param, "momentum_buffer")};
   };
-  detail::run_update(op_sgd_update(), attrs, existing, lists);
-  attrs.first = true;
-  detail::run_update(op_sgd_update(), attrs, fresh, lists);
+  detail::run_update(op_sgd_update(), attrs_of(false), existing, lists);
+  detail::run_update(op_sgd_update(), attrs_of(true), fresh, lists);
 }
 
 }  // namespace ath::optim

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "athanor/ops/dispatch.h"
+#include "athanor/ops/attr_source.h"
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
 
@@ -50,8 +50,10 @@ Tensor counter_tensor(ParamState& st, const char* name, double value = 0.0);
 
 // Runs `op` once per parameter dtype among `updates` (float32, then float64), each call's
 // inputs being lists_of(update)'s tensors gathered list by list; then finishes every update.
-template <class A>
-void run_update(const Op<A>& op, const A& attrs, std::vector<ParamUpdate>& updates,
+// `attrs_of` computes the attributes from the optimizer's current options (attr_source.h): a
+// compiled step calls it again at each replay.
+template <class A, class AttrsOf>
+void run_update(const Op<A>& op, const AttrsOf& attrs_of, std::vector<ParamUpdate>& updates,
                 const std::function<std::vector<Tensor>(ParamUpdate&)>& lists_of) {
   for (DType dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
     std::vector<std::vector<Tensor>> per_param;
@@ -62,7 +64,7 @@ void run_update(const Op<A>& op, const A& attrs, std::vector<ParamUpdate>& updat
     std::vector<Tensor> inputs(n * lists);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < lists; ++j) inputs[j * n + i] = std::move(per_param[i][j]);
-    call(op, TensorSpan(inputs), attrs);
+    call_with_attr_source(op, TensorSpan(inputs), std::function<A()>(attrs_of));
   }
   for (ParamUpdate& u : updates) u.finish();
 }

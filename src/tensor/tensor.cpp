@@ -40,6 +40,10 @@ void* Tensor::data_ptr() const {
          impl_->offset * static_cast<int64_t>(ath::element_size(impl_->dtype));
 }
 
+namespace detail {
+thread_local HostReadObserver t_host_read_observer = nullptr;
+}
+
 Scalar Tensor::item() const {
   if (is_floating_point()) return Scalar(item<double>());
   if (dtype() == kBool) return Scalar(item<bool>());
@@ -48,6 +52,8 @@ Scalar Tensor::item() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  if (detail::t_host_read_observer != nullptr) [[unlikely]]
+    detail::t_host_read_observer("to_vector()");
   ATH_CHECK(device().type == DeviceType::CPU, NotImplementedError,
             "to_vector(): the tensor is on {}; reading it on the host needs a copy to the CPU",
             ath::to_string(device()));

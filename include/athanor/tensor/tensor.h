@@ -219,9 +219,19 @@ Tensor make_view(const Tensor& base, const Shape& sizes, const Strides& strides,
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
+namespace detail {
+// Told of every host read of a tensor's values (item(), to_vector()) while installed: how a graph
+// tracer learns that the step it records branches on data a replay would not read again.
+// `what` names the read. Null (the default) costs one thread-local load per read.
+using HostReadObserver = void (*)(const char* what);
+extern thread_local HostReadObserver t_host_read_observer;
+}  // namespace detail
+
 // ---- template definitions ---------------------------------------------------------------
 template <class T>
 T Tensor::item() const {
+  if (detail::t_host_read_observer != nullptr) [[unlikely]]
+    detail::t_host_read_observer("item()");
   ATH_CHECK(numel() == 1, ValueError, "item(): expected a tensor with one element, got shape {}",
             ath::to_string(shape()));
   ATH_CHECK(device().type == DeviceType::CPU, NotImplementedError,
