@@ -1,0 +1,71 @@
+// Graph passes: rewrites that keep what a graph computes and make it cheaper to run. Each is
+// named, runs alone on any graph, returns how many nodes it changed, and can be switched off by
+// name in CompileOptions (or here, in PassOptions).
+//
+//   #include "athanor/graph/passes.h"
+//   #include "athanor/graph/tracer.h"
+//   Tensor x = randn({8});
+//   graph::Tracer tracer({x});
+//   Tensor unused = exp(x);                     // reaches no output: dce removes it
+//   graph::Graph g = tracer.finish({relu(x)});
+//   graph::PassReport report = graph::run_passes(g, {.disabled = {"cse"}});
+//   assert(!report.passes.empty() && g.count("exp") == 0);
+//
+// | name          | what it does                                                           |
+// |---------------|------------------------------------------------------------------------|
+// | fold          | runs nodes whose inputs are all constants (<= 1 MiB of results) once,   |
+// |               | at compile time; their results become constants                        |
+// | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
+// |               | write between them reaches an input and none of their results is       |
+// |               | written later                                                          |
+// | dce           | removes nodes none of whose results reach an output, a gradient, or a  |
+// |               | later live node; keeps every in-place write and every random draw      |
+//
+// No pass reorders writes: a node that writes memory (an optimizer update, add_) stays, in its
+// place relative to every node that reads or writes the same buffer.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "athanor/graph/graph.h"
+
+namespace ath::graph {
+
+int fold_constants(Graph& g);
+int eliminate_common_subexpressions(Graph& g);
+int eliminate_dead_code(Graph& g);
+
+// Whether a node must run even if nothing reads its results: it writes memory, or it draws
+// from a random generator (philox_seed_offset advances the generator's state).
+bool has_side_effects(const Node& n);
+
+// Rebuilds `g` keeping the nodes marked in `keep`, with every use of a value v replaced by
+// replace[v] (kNoValue: keep v), and values nothing defines or references dropped; renumbers.
+void rewrite(Graph& g, const std::vector<bool>& keep, const std::vector<ValueId>& replace);
+
+struct PassOptions {
+  std::vector<std::string> disabled;  // pass names to skip
+  bool verify = true;                 // run the verifier after each pass
+  // Called after each pass that ran (a debug dump writes the graph here).
+  std::function<void(std::string_view pass, const Graph& g)> after_each;
+};
+
+struct PassReport {
+  struct Entry {
+    std::string name;
+    int changed = 0;
+    int nodes_after = 0;
+  };
+  int nodes_before = 0;
+  std::vector<Entry> passes;
+};
+
+// The passes' names, in the order run_passes runs them.
+const std::vector<std::string>& pass_names();
+// Runs the enabled passes in order; throws ValueError for an unknown name in `disabled`.
+PassReport run_passes(Graph& g, const PassOptions& options = {});
+
+}  // namespace ath::graph
