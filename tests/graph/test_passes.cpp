@@ -1,0 +1,141 @@
+// Each pass on small hand-built graphs: the text form before and after, the verifier after, and
+// the executor giving the same results before and after.
+#include <gtest/gtest.h>
+
+#include "athanor/athanor.h"
+#include "athanor/graph/executor.h"
+#include "athanor/graph/passes.h"
+#include "athanor/graph/verify.h"
+#include "support/expect_error.h"
+
+namespace ath::graph {
+namespace {
+
+std::vector<float> run1(const Graph& g, const Tensor& x) {
+  Executor exec(g);
+  return exec.run(std::vector<Tensor>{x})[0].to_vector<float>();
+}
+
+TEST(GraphPasses, DeadCodeEliminationKeepsWhatReachesAnOutput) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId used = g.add_node(op_neg(), NoAttrs{}, {x})[0];
+  const ValueId unused = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  g.add_node(op_relu(), NoAttrs{}, {unused});
+  g.outputs.push_back(used);
+  EXPECT_EQ(eliminate_dead_code(g), 2);
+  verify(g);
+  EXPECT_EQ(g.to_text(),
+            "graph(%0: f32[3] arg0)\n"
+            "  %1 = neg(%0) f32[3]\n"
+            "  return (%1)\n");
+}
+
+TEST(GraphPasses, DeadCodeEliminationKeepsWritesAndRandomDraws) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId p = g.add_state(zeros({3}));
+  // An in-place write into state: its new version is read by nothing, and it stays.
+  const AlphaAttrs alpha{};
+  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {p, x}};
+  Value v{.meta = g.value(p).meta, .strides = g.value(p).strides};
+  v.node = 0;
+  v.version_of = p;
+  v.storage = p;
+  const ValueId p1 = g.add_value(v);
+  write.write = WriteKind::IntoSelf;
+  write.writes = {{p, p1}};
+  g.nodes.push_back(write);
+  g.add_node(op_philox_seed_offset(), PhiloxDrawAttrs{.words = 4}, {});
+  g.outputs.push_back(x);
+  verify(g);
+  EXPECT_EQ(eliminate_dead_code(g), 0);
+  EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+TEST(GraphPasses, CommonSubexpressionsMergeWhenNothingWritesBetween) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId a = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  const ValueId b = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  g.outputs.push_back(g.add_node(op_add(), AlphaAttrs{}, {a, b})[0]);
+  const std::vector<float> before = run1(g, from_vector<float>({0, 1, 2}));
+  EXPECT_EQ(eliminate_common_subexpressions(g), 1);
+  verify(g);
+  EXPECT_EQ(g.to_text(),
+            "graph(%0: f32[3] arg0)\n"
+            "  %1 = exp(%0) f32[3]\n"
+            "  %2 = add(%1, %1) f32[3]\n"
+            "  return (%2)\n");
+  EXPECT_EQ(run1(g, from_vector<float>({0, 1, 2})), before);
+}
+
+TEST(GraphPasses, CommonSubexpressionsStayApartAcrossAWriteToTheirInput) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId s = g.add_state(ones({3}));
+  const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, s})[0];
+  // s += x, in place, between the two reads.
+  const AlphaAttrs alpha{};
+  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {s, x}};
+  Value v{.meta = g.value(s).meta, .strides = g.value(s).strides};
+  v.node = 1;
+  v.version_of = s;
+  v.storage = s;
+  const ValueId s1 = g.add_value(v);
+  write.write = WriteKind::IntoSelf;
+  write.writes = {{s, s1}};
+  g.nodes.push_back(write);
+  // The same op on the same *value* %1, but its buffer was written since.
+  const NoAttrs none{};
+  Node again{.op = &op_mul(), .attrs = op_mul().clone_attrs(&none), .inputs = {x, s}};
+  Value out{.meta = g.value(a).meta, .strides = g.value(a).strides};
+  out.node = 2;
+  const ValueId b = g.add_value(out);
+  again.outputs = {b};
+  g.nodes.push_back(again);
+  g.outputs = {a, b};
+  verify(g);
+  EXPECT_EQ(eliminate_common_subexpressions(g), 0);
+}
+
+TEST(GraphPasses, ConstantFoldingRunsConstantNodesOnce) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId c = g.add_constant(full({}, 2.0));
+  const ValueId c2 = g.add_node(op_mul(), NoAttrs{}, {c, c})[0];  // 4, known now
+  g.outputs.push_back(g.add_node(op_mul(), NoAttrs{}, {x, c2})[0]);
+  EXPECT_EQ(fold_constants(g), 1);
+  verify(g);
+  EXPECT_EQ(g.to_text(),
+            "graph(%0: f32[3] arg0, %1: f32[] const0)\n"
+            "  %2 = mul(%0, %1) f32[3]\n"
+            "  return (%2)\n");
+  EXPECT_EQ(g.constants[0].item<float>(), 4.0f);
+  EXPECT_EQ(run1(g, from_vector<float>({1, 2, 3})), (std::vector<float>{4, 8, 12}));
+}
+
+TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
+  Graph g;
+  const ValueId x = g.add_argument({{3}, kFloat32});
+  const ValueId a = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  const ValueId b = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  g.add_node(op_neg(), NoAttrs{}, {b});
+  g.outputs.push_back(g.add_node(op_add(), AlphaAttrs{}, {a, b})[0]);
+  const PassReport r = run_passes(g);
+  EXPECT_EQ(r.nodes_before, 4);
+  ASSERT_EQ(r.passes.size(), pass_names().size());
+  EXPECT_EQ(r.passes[1].name, "cse");
+  EXPECT_EQ(r.passes[1].changed, 1);
+  EXPECT_EQ(r.passes[2].name, "dce");
+  EXPECT_EQ(r.passes[2].changed, 1);
+  EXPECT_EQ(g.nodes.size(), 2u);
+  Graph h;
+  testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
+                               "no pass named 'fusion9'");
+  Graph k = h;
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold"}}).passes.size(), 0u);
+}
+
+}  // namespace
+}  // namespace ath::graph
