@@ -2,8 +2,12 @@
 // WORKLOADS.md under the common protocol, printing one JSON line with the same keys as
 // bench/e2e/torch_ref.py.
 //
-//   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P]
+//   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
 //
+// --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
+// ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
+// before the timed region, on the timed model (so both columns train on the same batches), and
+// their time is reported as "trace_s".
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -24,6 +28,7 @@
 #include "../bench_host.h"
 #include "athanor/athanor.h"
 #include "athanor/core/thread_policy.h"
+#include "athanor/graph/compile.h"
 #include "athanor/io/idx.h"
 #include "athanor/models/char_lstm.h"
 #include "athanor/models/char_transformer.h"
@@ -158,8 +163,8 @@ Tensor convert_input(train::PrecisionPlugin& precision, const Tensor& x) {
 
 // One step as the Trainer's StepRunner takes it: forward under the plugin (autocast), backward
 // from the scaled loss, the plugin's optimizer step (unscale, skip non-finite, update).
-float train_step(nn::Module& model, optim::Optimizer& opt, train::PrecisionPlugin& precision,
-                 const Tensor& x, const Tensor& y) {
+Tensor train_step(nn::Module& model, optim::Optimizer& opt, train::PrecisionPlugin& precision,
+                  const Tensor& x, const Tensor& y) {
   opt.zero_grad();
   Tensor loss = precision.forward([&] {
     Tensor out = model(convert_input(precision, x));
@@ -167,7 +172,7 @@ float train_step(nn::Module& model, optim::Optimizer& opt, train::PrecisionPlugi
   });
   precision.scale_loss(loss).backward();
   precision.optimizer_step(opt, [] {});
-  return loss.item<float>();
+  return loss;
 }
 
 }  // namespace
@@ -176,7 +181,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
-                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true]\n");
+                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile]\n");
     return 2;
   }
   const std::string name = argv[1];
@@ -184,12 +189,19 @@ int main(int argc, char** argv) {
   int64_t steps = 0;
   uint64_t seed = 0;
   std::string precision_name = "32-true";
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool compiled = false;
+  for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--compile") {
+      compiled = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
     if (flag == "--seed") seed = std::stoull(argv[i + 1]);
     if (flag == "--precision") precision_name = argv[i + 1];
+    ++i;
   }
   set_num_threads(threads);
   manual_seed(seed);
@@ -207,19 +219,35 @@ int main(int argc, char** argv) {
     auto warm_opt = w.make_optimizer(*warm);
     for (std::size_t i = 0; i < 5 && i < w.batches.size(); ++i) {
       auto [x, y] = w.get(w.batches[i]);
-      train_step(*warm, *warm_opt, *warm_precision, x, y);
+      (void)train_step(*warm, *warm_opt, *warm_precision, x, y).item<float>();
     }
   }
   std::shared_ptr<train::PrecisionPlugin> precision = train::make_precision(precision_name);
   precision->convert_module(*model);
   auto opt = w.make_optimizer(*model);
+  auto eager_step = [&](const Tensor& x, const Tensor& y) {
+    return train_step(*model, *opt, *precision, x, y);
+  };
+  std::optional<Compiled<decltype(eager_step)>> compiled_step;
+  if (compiled) compiled_step.emplace(eager_step, CompileOptions{});
+  auto step = [&](const Tensor& x, const Tensor& y) {
+    return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
+  };
   std::vector<float> losses;
-  int64_t samples = 0;
-  const auto t0 = std::chrono::steady_clock::now();
+  int64_t samples = 0, timed_steps = 0;
+  double trace_seconds = 0;
+  auto t0 = std::chrono::steady_clock::now();
   for (const Tensor& b : w.batches) {
     auto [x, y] = w.get(b);
-    losses.push_back(train_step(*model, *opt, *precision, x, y));
+    losses.push_back(step(x, y).item<float>());
+    if (compiled_step && compiled_step->stats().replays == 0) {  // still tracing: warm-up, untimed
+      const auto now = std::chrono::steady_clock::now();
+      trace_seconds += std::chrono::duration<double>(now - t0).count();
+      t0 = now;
+      continue;
+    }
     samples += x.size(0);
+    ++timed_steps;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -263,9 +291,16 @@ int main(int argc, char** argv) {
       "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"precision\": \"%s\", "
       "\"samples_per_s\": %.3f, "
       "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
-      "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f}\n",
-      name.c_str(), ATH_VERSION_STRING, precision_name.c_str(),
-      static_cast<double>(samples) / seconds, seconds, w.batches.size(), final_loss, acc.c_str(),
-      static_cast<double>(ru.ru_maxrss) / 1024.0, threads, host.isa.c_str(), host.sgemm_gflops);
+      "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
+      "\"compiled\": %s, \"trace_s\": %.3f}\n",
+      name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
+      precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
+      static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
+      static_cast<double>(ru.ru_maxrss) / 1024.0, threads, host.isa.c_str(), host.sgemm_gflops,
+      compiled ? "true" : "false", trace_seconds);
+  if (compiled_step) {
+    for (const std::string& d : compiled_step->stats().diagnostics)
+      std::fprintf(stderr, "compile: %s\n", d.c_str());
+  }
   return 0;
 }
