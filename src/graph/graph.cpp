@@ -74,6 +74,7 @@ ValueId Graph::add_value(Value v) {
 }
 
 ValueId Graph::add_argument(const TensorMeta& meta, Strides strides) {
+  if (strides.empty()) strides = contiguous_strides(meta.shape);
   Value v{.origin = ValueOrigin::Argument, .meta = meta, .strides = std::move(strides)};
   v.index = static_cast<int32_t>(arguments.size());
   const ValueId id = add_value(std::move(v));
@@ -112,10 +113,26 @@ std::vector<ValueId> Graph::add_node_erased(const OpDef& op, std::shared_ptr<con
     stand_ins.push_back(empty(v.meta.shape, v.meta.dtype, v.meta.device));
   }
   const OutputSpec spec = op.infer(TensorSpan(stand_ins), attrs.get());
+  // A view's strides follow from its input's: build it on a stand-in with the input's layout.
+  std::vector<Strides> view_strides;
+  if (op.kind == OpKind::View && !inputs.empty()) {
+    const Value& in = value(inputs[0]);
+    int64_t extent = 1;
+    for (std::size_t d = 0; d < in.meta.shape.size(); ++d) {
+      if (in.meta.shape[d] == 0) extent = 0;
+      if (extent > 0) extent += (in.meta.shape[d] - 1) * in.strides[d];
+    }
+    const Tensor base = empty({std::max<int64_t>(extent, 1)}, in.meta.dtype, in.meta.device);
+    stand_ins[0] = base.as_strided(in.meta.shape, in.strides);
+    for (const Tensor& t : op.run(TensorSpan(stand_ins), attrs.get()))
+      view_strides.push_back(t.strides());
+  }
   const auto node_index = static_cast<int32_t>(nodes.size());
   Node n{.op = &op, .attrs = std::move(attrs), .inputs = std::move(inputs)};
   for (std::size_t i = 0; i < spec.outputs.size(); ++i) {
-    Value v{.meta = spec.outputs[i], .strides = contiguous_strides(spec.outputs[i].shape)};
+    Value v{.meta = spec.outputs[i],
+            .strides = i < view_strides.size() ? view_strides[i]
+                                               : contiguous_strides(spec.outputs[i].shape)};
     v.node = node_index;
     v.output = static_cast<int32_t>(i);
     if (op.kind == OpKind::View) v.storage = storage_of(n.inputs[0]);

@@ -90,7 +90,7 @@ class Graph {
   std::vector<ValueId> outputs;       // what the step returns
   std::vector<GradBinding> grads;
 
-  ValueId add_argument(const TensorMeta& meta, Strides strides = {});
+  ValueId add_argument(const TensorMeta& meta, Strides strides = {});  // {}: contiguous
   ValueId add_state(const Tensor& t, std::string name = {});
   ValueId add_constant(const Tensor& t);
   // Appends a node with fresh outputs whose metadata comes from the op's shape rule over the

@@ -15,6 +15,10 @@
 // |---------------|------------------------------------------------------------------------|
 // | fold          | runs nodes whose inputs are all constants (<= 1 MiB of results) once,   |
 // |               | at compile time; their results become constants                        |
+// | simplify      | drops nodes whose result is exactly an existing value: x*1, x/1,       |
+// |               | neg(neg(x)), view chains that return to x's own layout (transpose of a |
+// |               | transpose, reshapes back to x's shape); only where no later write can  |
+// |               | tell them apart                                                        |
 // | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
 // |               | write between them reaches an input and none of their results is       |
 // |               | written later                                                          |
@@ -35,6 +39,7 @@
 namespace ath::graph {
 
 int fold_constants(Graph& g);
+int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
 int eliminate_dead_code(Graph& g);
 

@@ -16,9 +16,11 @@ struct NamedPass {
 };
 
 const std::vector<NamedPass>& passes() {
-  // Folding first makes more nodes equal for CSE; DCE last sweeps what both left unused.
+  // Folding first makes more nodes equal for CSE (and constants of 1 visible to simplify);
+  // DCE last sweeps what the others left unused.
   static const std::vector<NamedPass> list{
       {"fold", fold_constants},
+      {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
   };
