@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "athanor/ops/fused_pointwise.h"
+
 namespace ath::graph {
 
 namespace {
@@ -172,6 +174,10 @@ std::string Graph::to_text() const {
       for (const auto& [from, to] : n.writes) s += fmt::format(" %{}->%{}", from, to);
     }
     if (n.attr_source) s += " [attrs read at replay]";
+    if (n.op == &op_fused_pointwise()) {
+      const auto* attrs = static_cast<const FusedPointwiseAttrs*>(n.attrs.get());
+      s += " {" + PointwiseProgram::decode(attrs->code).to_string() + "}";
+    }
     s += "\n";
   }
   s += "  return (" + join_ids(outputs) + ")\n";

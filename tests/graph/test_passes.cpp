@@ -207,14 +207,17 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   ASSERT_EQ(r.passes.size(), pass_names().size());
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
-  EXPECT_EQ(r.passes[3].name, "dce");
-  EXPECT_EQ(r.passes[3].changed, 1);
+  EXPECT_EQ(r.passes[3].name, "fuse");
+  EXPECT_EQ(r.passes[3].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[4].name, "dce");
+  EXPECT_EQ(r.passes[4].changed, 1);
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify"}}).passes.size(), 0u);
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "fuse"}}).passes.size(),
+            0u);
 }
 
 }  // namespace

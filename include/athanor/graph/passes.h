@@ -22,6 +22,9 @@
 // | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
 // |               | write between them reaches an input and none of their results is       |
 // |               | written later                                                          |
+// | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |
+// |               | bool -> float) whose intermediates nothing else reads into one         |
+// |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
 // | dce           | removes nodes none of whose results reach an output, a gradient, or a  |
 // |               | later live node; keeps every in-place write and every random draw      |
 //
@@ -41,6 +44,7 @@ namespace ath::graph {
 int fold_constants(Graph& g);
 int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
+int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);
 
 // Whether a node must run even if nothing reads its results: it writes memory, or it draws

@@ -22,6 +22,7 @@ const std::vector<NamedPass>& passes() {
       {"fold", fold_constants},
       {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
+      {"fuse", fuse_pointwise},
       {"dce", eliminate_dead_code},
   };
   return list;

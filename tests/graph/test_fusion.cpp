@@ -1,0 +1,284 @@
+// Pointwise fusion: the fused_pointwise op against the ops it replaces (bit for bit), the fuse
+// pass on hand-built graphs (what joins a group and what must not), random element-wise DAGs
+// compiled against eager over many seeds, and W2's model, whose ReLU backwards become one
+// kernel each.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "athanor/athanor.h"
+#include "athanor/graph/compile.h"
+#include "athanor/graph/executor.h"
+#include "athanor/graph/passes.h"
+#include "athanor/graph/verify.h"
+#include "athanor/models/fashion.h"
+#include "athanor/ops/fused_pointwise.h"
+#include "athanor/optim/adam.h"
+#include "support/expect_error.h"
+
+namespace ath::graph {
+namespace {
+
+// Bit patterns, so NaNs compare equal to themselves and -0 differs from +0.
+std::vector<uint32_t> bits(const Tensor& t) {
+  const std::vector<float> v = t.to(kFloat32).contiguous().to_vector<float>();
+  std::vector<uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+// Values that exercise every rounding and comparison edge: signed zeros, infinities, NaN,
+// subnormals, and ordinary numbers, with repeats so comparisons see equal operands.
+Tensor edgy(int64_t n, uint64_t seed) {
+  manual_seed(seed);
+  Tensor x = randn({n});
+  std::vector<float> v = x.to_vector<float>();
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1.0f, -1.0f};
+  for (std::size_t i = 0; i < v.size(); i += 7) v[i] = special[(i / 7) % std::size(special)];
+  return from_vector(v);
+}
+
+TEST(FusedPointwise, ReluBackwardProgramMatchesTheOpsBitForBit) {
+  PointwiseProgram p;
+  p.add_input(kFloat32);  // grad
+  p.add_input(kFloat32);  // relu's output
+  const int32_t zero = p.add_input(kFloat32);
+  const int32_t mask = p.add_step(PointwiseCode::Gt, 1, zero);
+  const int32_t f = p.add_step(PointwiseCode::ToFloat, mask);
+  p.add_step(PointwiseCode::Mul, 0, f);
+  for (int64_t n : {0, 1, 1000, 1024, 1025, 100000}) {  // block and thread-chunk edges
+    const Tensor g = edgy(n, 1), out = relu(edgy(n, 2));
+    const Tensor fused = fused_pointwise({g, out, zeros({})}, p);
+    EXPECT_EQ(bits(fused), bits(g * gt(out, 0.0).to(kFloat32))) << "n = " << n;
+  }
+}
+
+TEST(FusedPointwise, EveryCodeMatchesItsOp) {
+  const Tensor a = edgy(3000, 3), b = edgy(3000, 4);
+  auto run2 = [&](PointwiseCode c, float alpha = 1.0f) {
+    PointwiseProgram p;
+    p.add_input(kFloat32);
+    p.add_input(kFloat32);
+    const int32_t r = p.add_step(c, 0, 1, alpha);
+    if (pointwise_code_dtype(c) == kBool) p.add_step(PointwiseCode::ToFloat, r);
+    return fused_pointwise({a, b}, p);
+  };
+  EXPECT_EQ(bits(run2(PointwiseCode::Add)), bits(add(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Add, -1.0f)), bits(sub(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Add, 0.3f)), bits(add(a, b, 0.3f)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Mul)), bits(mul(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Div)), bits(div(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Gt)), bits(gt(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Lt)), bits(lt(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Ge)), bits(ge(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Le)), bits(le(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Eq)), bits(eq(a, b)));
+  EXPECT_EQ(bits(run2(PointwiseCode::Ne)), bits(ne(a, b)));
+  PointwiseProgram neg_p;
+  neg_p.add_input(kFloat32);
+  neg_p.add_step(PointwiseCode::Neg, 0);
+  EXPECT_EQ(bits(fused_pointwise({a}, neg_p)), bits(neg(a)));
+}
+
+TEST(FusedPointwise, BadProgramsAndInputsAreRefusedByName) {
+  PointwiseProgram reads_ahead;
+  reads_ahead.add_input(kFloat32);
+  reads_ahead.add_step(PointwiseCode::Mul, 0, 2);
+  testing::expect_error_naming([&] { (void)reads_ahead.encode(); },
+                               "step 0 (mul) reads register %2");
+  PointwiseProgram wrong_dtype;
+  wrong_dtype.add_input(kBool);
+  wrong_dtype.add_step(PointwiseCode::Neg, 0);
+  testing::expect_error_naming([&] { (void)wrong_dtype.encode(); }, "takes float32 operands");
+  testing::expect_error_naming([&] { (void)PointwiseProgram::decode("\x01\x07\x02"); },
+                               "fused_pointwise");
+  PointwiseProgram ok;
+  ok.add_input(kFloat32);
+  ok.add_input(kFloat32);
+  ok.add_step(PointwiseCode::Add, 0, 1);
+  testing::expect_error_naming([&] { fused_pointwise({ones({3})}, ok); }, "takes 2 inputs, got 1");
+  testing::expect_error_naming(
+      [&] {
+        fused_pointwise({ones({3}), ones({4})}, ok);
+      },
+      "only 0-d inputs broadcast");
+  testing::expect_error_naming(
+      [&] {
+        fused_pointwise({ones({3}), ones({3}, kFloat64)}, ok);
+      },
+      "input 1 is float64, the program expects float32");
+}
+
+std::vector<float> run(const Graph& g, const std::vector<Tensor>& args, std::size_t output = 0) {
+  Executor exec(g);
+  return exec.run(args)[output].to_vector<float>();
+}
+
+TEST(FusePass, ReluBackwardChainBecomesOneNode) {
+  Graph g;
+  const ValueId grad = g.add_argument({{5, 300}, kFloat32});
+  const ValueId out = g.add_argument({{5, 300}, kFloat32});
+  const ValueId zero = g.add_constant(full({}, 0.0, kFloat64));  // converted by the pass
+  const ValueId mask = g.add_node(op_gt(), NoAttrs{}, {out, zero})[0];
+  const ValueId f = g.add_node(op_to_dtype(), ToDTypeAttrs{.dtype = kFloat32}, {mask})[0];
+  g.outputs.push_back(g.add_node(op_mul(), NoAttrs{}, {grad, f})[0]);
+  const std::vector<Tensor> args{edgy(1500, 5).view({5, 300}), edgy(1500, 6).view({5, 300})};
+  const std::vector<float> before = run(g, args);
+  EXPECT_EQ(fuse_pointwise(g), 1);
+  verify(g);
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.count("fused_pointwise"), 1);
+  EXPECT_EQ(g.to_text(),
+            "graph(%0: f32[5,300] arg0, %1: f32[5,300] arg1, %2: f32[] const0)\n"
+            "  %3 = fused_pointwise(%1, %2, %0) f32[5,300] "
+            "{r3=gt(r0, r1); r4=to_float(r3); r5=mul(r2, r4)}\n"
+            "  return (%3)\n");
+  const std::vector<float> after = run(g, args);
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0);
+}
+
+TEST(FusePass, IntermediatesReadElsewhereOrWrittenInputsStopAGroup) {
+  // The mask is a graph output too: it must exist, so only to_dtype and mul fuse.
+  Graph g;
+  const ValueId x = g.add_argument({{8}, kFloat32});
+  const ValueId mask = g.add_node(op_gt(), NoAttrs{}, {x, g.add_constant(zeros({}))})[0];
+  const ValueId f = g.add_node(op_to_dtype(), ToDTypeAttrs{.dtype = kFloat32}, {mask})[0];
+  g.outputs.push_back(g.add_node(op_mul(), NoAttrs{}, {x, f})[0]);
+  g.outputs.push_back(mask);
+  EXPECT_EQ(fuse_pointwise(g), 1);
+  verify(g);
+  EXPECT_EQ(g.count("gt"), 1);
+  EXPECT_EQ(g.count("fused_pointwise"), 1);
+
+  // A write to the product's input between producer and sink: the producer must run first.
+  Graph h;
+  const ValueId y = h.add_argument({{8}, kFloat32});
+  const ValueId p = h.add_state(ones({8}));
+  const ValueId doubled = h.add_node(op_mul(), NoAttrs{}, {p, h.add_constant(full({}, 2.0))})[0];
+  const AlphaAttrs alpha{};
+  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {p, y}};
+  Value v{.meta = h.value(p).meta, .strides = h.value(p).strides};
+  v.node = static_cast<int32_t>(h.nodes.size());
+  v.version_of = p;
+  v.storage = p;
+  const ValueId p1 = h.add_value(v);
+  write.write = WriteKind::IntoSelf;
+  write.writes = {{p, p1}};
+  h.nodes.push_back(write);
+  h.outputs.push_back(h.add_node(op_neg(), NoAttrs{}, {doubled})[0]);
+  verify(h);
+  EXPECT_EQ(fuse_pointwise(h), 0);
+
+  // Broadcasting beyond scalars and non-float32 math stay unfused.
+  Graph k;
+  const ValueId row = k.add_argument({{1, 8}, kFloat32});
+  const ValueId mat = k.add_argument({{4, 8}, kFloat32});
+  const ValueId ints = k.add_argument({{8}, kInt64});
+  k.outputs.push_back(
+      k.add_node(op_neg(), NoAttrs{}, {k.add_node(op_mul(), NoAttrs{}, {row, mat})[0]})[0]);
+  k.outputs.push_back(
+      k.add_node(op_neg(), NoAttrs{}, {k.add_node(op_add(), AlphaAttrs{}, {ints, ints})[0]})[0]);
+  EXPECT_EQ(fuse_pointwise(k), 0);
+}
+
+// Random element-wise DAGs over a few same-shape inputs and scalars: every pass on, results
+// bit-identical to the graph as built, over many seeds.
+TEST(FusePass, RandomPointwiseGraphsAreBitIdenticalAfterAllPasses) {
+  int fused_total = 0;
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    const Shape shape = seed % 3 == 0 ? Shape{7} : Shape{3, 1100};
+    Graph g;
+    std::vector<ValueId> floats, bools;
+    std::vector<Tensor> args;
+    for (int i = 0; i < 3; ++i) {
+      floats.push_back(g.add_argument({shape, kFloat32}));
+      args.push_back(edgy(numel(shape), seed * 10 + static_cast<uint64_t>(i)).view(shape));
+    }
+    const float scalars[] = {0.0f, 1.0f, -2.5f, 0.5f};
+    for (float s : scalars) floats.push_back(g.add_constant(full({}, s)));
+    const int nodes = 3 + static_cast<int>(pick(10));
+    for (int i = 0; i < nodes; ++i) {
+      const ValueId a = floats[pick(floats.size())], b = floats[pick(floats.size())];
+      switch (pick(7)) {
+        case 0:
+          floats.push_back(
+              g.add_node(op_add(), AlphaAttrs{.alpha = pick(2) ? 1.0 : -0.75}, {a, b})[0]);
+          break;
+        case 1:
+          floats.push_back(g.add_node(op_mul(), NoAttrs{}, {a, b})[0]);
+          break;
+        case 2:
+          floats.push_back(g.add_node(op_div(), NoAttrs{}, {a, b})[0]);
+          break;
+        case 3:
+          floats.push_back(g.add_node(op_neg(), NoAttrs{}, {a})[0]);
+          break;
+        case 4:
+          bools.push_back(g.add_node(pick(2) ? op_gt() : op_le(), NoAttrs{}, {a, b})[0]);
+          break;
+        default:
+          if (bools.empty()) continue;
+          floats.push_back(g.add_node(op_to_dtype(), ToDTypeAttrs{.dtype = kFloat32},
+                                      {bools[pick(bools.size())]})[0]);
+      }
+    }
+    // The last float result, plus sometimes an intermediate, are outputs.
+    g.outputs.push_back(floats.back());
+    if (pick(2) && floats.size() > 8) g.outputs.push_back(floats[7 + pick(floats.size() - 7)]);
+    if (g.value(g.outputs[0]).meta.shape != shape) continue;  // scalars only: nothing to run
+    Executor eager(g);
+    const std::vector<Tensor> expected = eager.run(args);
+    Graph compiled = g;
+    const PassReport report = run_passes(compiled);
+    for (const auto& e : report.passes)
+      if (e.name == "fuse") fused_total += e.changed;
+    Executor exec(compiled);
+    const std::vector<Tensor> got = exec.run(args);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t o = 0; o < got.size(); ++o)
+      ASSERT_EQ(bits(got[o]), bits(expected[o])) << "seed " << seed << ", output " << o << "\n"
+                                                 << g.to_text() << "\nafter passes\n"
+                                                 << compiled.to_text();
+  }
+  EXPECT_GT(fused_total, 20);  // the generator does make fusible chains
+}
+
+// W2's model and optimizer, compiled: each ReLU's backward (mask, convert, multiply) is one
+// kernel, and training stays bit-identical to eager.
+TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
+  manual_seed(3);
+  auto eager_model = models::fashion_cnn();
+  auto compiled_model = models::fashion_cnn();
+  compiled_model->load_state_dict(eager_model->state_dict());
+  optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-3});
+  optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-3});
+  auto step_of = [](nn::Module& m, optim::Optimizer& opt) {
+    return [&m, &opt](const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss = cross_entropy(m(x), y);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
+  };
+  auto eager = step_of(*eager_model, eager_opt);
+  auto compiled = compile(step_of(*compiled_model, compiled_opt));
+  for (int i = 0; i < 4; ++i) {
+    const Tensor x = randn({4, 1, 28, 28}), y = randint(0, 10, {4});
+    EXPECT_EQ(bits(eager(x, y)), bits(compiled(x, y))) << "step " << i;
+  }
+  ASSERT_NE(compiled.graph(), nullptr);
+  EXPECT_EQ(compiled.graph()->count("relu"), 3);             // forward: conv, conv, linear
+  EXPECT_EQ(compiled.graph()->count("fused_pointwise"), 3);  // one per ReLU backward
+  EXPECT_EQ(compiled.graph()->count("gt"), 0);
+  EXPECT_EQ(compiled.graph()->count("to_dtype"), 0);
+  for (std::size_t p = 0; p < eager_model->parameters().size(); ++p) {
+    EXPECT_EQ(bits(eager_model->parameters()[p]), bits(compiled_model->parameters()[p]));
+  }
+}
+
+}  // namespace
+}  // namespace ath::graph
