@@ -14,6 +14,7 @@
 #include "athanor/graph/compare.h"
 #include "athanor/graph/compile.h"
 #include "athanor/graph/executor.h"
+#include "athanor/graph/memory_plan.h"
 #include "athanor/graph/tracer.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/tensor/grad_mode.h"
@@ -50,6 +51,7 @@ Key make_key(std::span<const Tensor> args, uint64_t plain_key) {
 struct Prepared {
   Graph graph;
   PassReport report;
+  MemoryPlan memory;
   std::unique_ptr<Executor> executor;
   std::vector<bool> requires_grad;                   // per state slot
   std::vector<std::pair<int32_t, int32_t>> grad_of;  // {parameter slot, its gradient's slot}
@@ -128,6 +130,13 @@ struct CompiledStep::Impl {
       dump(fmt::format("{}_{}", stage++, pass), after);
     };
     p->report = run_passes(g, pass_options);
+    p->memory = plan_memory(g);
+    if (options.verify) check_plan(g, p->memory);
+    if (!options.debug_dir.empty()) {
+      std::ofstream(std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps) /
+                    "memory_plan.txt")
+          << p->memory.report();
+    }
     ++dumps;
     p->graph = std::move(g);
     p->executor = std::make_unique<Executor>(p->graph);
@@ -153,6 +162,9 @@ CompiledStep& CompiledStep::operator=(CompiledStep&&) noexcept = default;
 const CompileStats& CompiledStep::stats() const { return impl_->stats; }
 const Graph* CompiledStep::last_graph() const {
   return impl_->last ? &impl_->last->graph : nullptr;
+}
+const MemoryPlan* CompiledStep::last_memory_plan() const {
+  return impl_->last ? &impl_->last->memory : nullptr;
 }
 const PassReport* CompiledStep::last_report() const {
   return impl_->last ? &impl_->last->report : nullptr;

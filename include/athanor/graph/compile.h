@@ -55,6 +55,7 @@
 
 #include "athanor/data/batch.h"
 #include "athanor/graph/graph.h"
+#include "athanor/graph/memory_plan.h"
 #include "athanor/graph/passes.h"
 
 namespace ath {
@@ -105,6 +106,7 @@ class CompiledStep {
   // The optimized graph of the last call that traced into a ready graph or replayed one.
   const Graph* last_graph() const;
   const PassReport* last_report() const;
+  const MemoryPlan* last_memory_plan() const;
 
  private:
   struct Impl;
@@ -198,6 +200,8 @@ class Compiled {
   // The graph the last replay ran (after the passes), or null before the first is ready.
   const graph::Graph* graph() const { return core_.last_graph(); }
   const graph::PassReport* pass_report() const { return core_.last_report(); }
+  // That graph's memory plan (graph/memory_plan.h): bytes by category and the arena's peak.
+  const graph::MemoryPlan* memory_plan() const { return core_.last_memory_plan(); }
 
  private:
   F fn_;

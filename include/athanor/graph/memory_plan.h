@@ -1,0 +1,77 @@
+// The memory plan of a graph: every buffer the step allocates and frees (activations, saved
+// tensors, backward intermediates, kernel workspaces) gets an offset in one arena, from the
+// lifetimes the schedule gives it, so buffers whose lifetimes do not overlap share bytes. The
+// plan also counts what lives outside the arena: parameters, gradients, optimizer state.
+//
+//   #include "athanor/graph/memory_plan.h"
+//   #include "athanor/graph/tracer.h"
+//   Tensor x = randn({256, 64});
+//   graph::Tracer tracer({x});
+//   Tensor y = relu(x) * 2.0;
+//   graph::Graph g = tracer.finish({exp(y)});
+//   graph::MemoryPlan plan = graph::plan_memory(g);
+//   graph::check_plan(g, plan);        // no two buffers live at once share a byte
+//   assert(plan.arena_bytes == 2 * 256 * 64 * 4);   // relu and mul results, live at the mul
+//
+// How it plans:
+// - A buffer is a value a node allocates (not a view, not an in-place version: those use their
+//   base's buffer). It is live from the node that makes it to the last node that reads it or
+//   any view or version of it. Graph outputs and gradients the step assigns outlive the step;
+//   they are counted as outputs / gradients, outside the arena.
+// - Saved activations need nothing special: the backward nodes that read them are in the
+//   schedule, so their lifetimes reach there.
+// - A kernel's workspace (OpDef::workspace_bytes) is a buffer live during its node only.
+// - Offsets: largest buffers first, each at the lowest 64-byte-aligned offset that overlaps no
+//   placed buffer whose lifetime intersects its own (first fit).
+// What the executor does with the plan is the next step: today it allocates through the caching
+// allocator as eager execution does, and the plan is the report and the peak estimate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "athanor/graph/graph.h"
+
+namespace ath::graph {
+
+enum class MemoryCategory : uint8_t {
+  Parameters,      // state tensors that require grad
+  Gradients,       // parameters' .grad buffers, read or assigned by the step
+  OptimizerState,  // other state: optimizer moments, step counters, module buffers
+  Inputs,          // the step's arguments and constants
+  Outputs,         // what the step returns
+  Activations,     // arena: every buffer the step allocates and frees
+  Workspace,       // arena: kernels' scratch
+};
+const char* category_name(MemoryCategory c);
+
+struct MemoryPlan {
+  struct Buffer {
+    ValueId value = kNoValue;     // kNoValue for a workspace
+    int32_t first = 0, last = 0;  // nodes: made at `first`, last read at `last`
+    int64_t bytes = 0;
+    int64_t offset = 0;  // in the arena
+    MemoryCategory category = MemoryCategory::Activations;
+  };
+  std::vector<Buffer> buffers;  // the arena's, in the order they were placed
+  int64_t arena_bytes = 0;      // the arena's size: its peak
+  // Bytes by category (index: MemoryCategory), the arena's counted without reuse.
+  std::vector<int64_t> bytes = std::vector<int64_t>(7, 0);
+  // Live arena bytes after each node (the sum of live buffers' sizes): the arena cannot be
+  // smaller than the largest of these.
+  std::vector<int64_t> live_after_node;
+
+  int64_t category_bytes(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
+  // Persistent bytes (parameters, gradients, optimizer state, inputs, outputs) plus the arena.
+  int64_t total_bytes() const;
+  // A table: bytes per category, the arena, the live peak, the largest buffers.
+  std::string report() const;
+};
+
+MemoryPlan plan_memory(const Graph& g);
+// Throws ValueError naming both values if two buffers whose lifetimes intersect overlap in the
+// arena, or a buffer lies outside it.
+void check_plan(const Graph& g, const MemoryPlan& plan);
+
+}  // namespace ath::graph

@@ -1,0 +1,145 @@
+// The memory plan: exact bytes on small graphs, categories of a compiled training step, the
+// overlap checker catching a broken plan, and every workload's compiled step planned without
+// two live buffers sharing a byte.
+#include <gtest/gtest.h>
+
+#include "athanor/athanor.h"
+#include "athanor/graph/compile.h"
+#include "athanor/graph/memory_plan.h"
+#include "athanor/graph/tracer.h"
+#include "athanor/models/char_lstm.h"
+#include "athanor/models/char_transformer.h"
+#include "athanor/models/fashion.h"
+#include "athanor/optim/adam.h"
+#include "athanor/optim/sgd.h"
+#include "support/expect_error.h"
+
+namespace ath::graph {
+namespace {
+
+constexpr int64_t kBuf = 1000 * 4;  // an f32[1000]
+constexpr int64_t kAligned = 4032;  // its slot: 4000 bytes rounded up to the 64-byte alignment
+
+TEST(MemoryPlan, AChainReusesWhatDied) {
+  // a = exp(x); b = neg(a); c = exp(b); d = neg(c); return d.
+  // a and b meet at node 1, b and c at 2; a is dead by then, so c takes a's bytes.
+  Graph g;
+  const ValueId x = g.add_argument({{1000}, kFloat32});
+  ValueId v = x;
+  for (int i = 0; i < 4; ++i) v = g.add_node(i % 2 ? op_neg() : op_exp(), NoAttrs{}, {v})[0];
+  g.outputs.push_back(v);
+  const MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  EXPECT_EQ(plan.buffers.size(), 3u);  // a, b, c; d is the output
+  EXPECT_EQ(plan.arena_bytes, 2 * kAligned);
+  EXPECT_EQ(plan.category_bytes(MemoryCategory::Activations), 3 * kBuf);
+  EXPECT_EQ(plan.category_bytes(MemoryCategory::Outputs), kBuf);
+  EXPECT_EQ(plan.category_bytes(MemoryCategory::Inputs), kBuf);
+  EXPECT_EQ(plan.live_after_node, (std::vector<int64_t>{kBuf, 2 * kBuf, 2 * kBuf, kBuf}));
+}
+
+TEST(MemoryPlan, ViewsAndVersionsExtendTheirBuffersLife) {
+  // a = exp(x); t = a viewed as [10, 100]; y = neg(x); z = exp(t) -> a lives to node 3.
+  Graph g;
+  const ValueId x = g.add_argument({{1000}, kFloat32});
+  const ValueId a = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  const ValueId t = g.add_node(op_view(), ShapeAttrs{.shape = {10, 100}}, {a})[0];
+  const ValueId y = g.add_node(op_neg(), NoAttrs{}, {x})[0];
+  g.outputs.push_back(g.add_node(op_exp(), NoAttrs{}, {t})[0]);
+  g.outputs.push_back(y);
+  const MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  ASSERT_EQ(plan.buffers.size(), 1u);  // a (t is a view of it; y and the exp are outputs)
+  EXPECT_EQ(plan.buffers[0].first, 0);
+  EXPECT_EQ(plan.buffers[0].last, 3);
+}
+
+TEST(MemoryPlan, TheCheckerNamesOverlappingLiveBuffers) {
+  Graph g;
+  const ValueId x = g.add_argument({{1000}, kFloat32});
+  const ValueId a = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  const ValueId b = g.add_node(op_neg(), NoAttrs{}, {a})[0];
+  g.outputs.push_back(g.add_node(op_add(), AlphaAttrs{}, {a, b})[0]);
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  ASSERT_EQ(plan.buffers.size(), 2u);
+  plan.buffers[1].offset = plan.buffers[0].offset + 8;
+  testing::expect_error_naming([&] { check_plan(g, plan); }, "are live at once and overlap");
+  plan.buffers[1].offset = plan.arena_bytes;
+  testing::expect_error_naming([&] { check_plan(g, plan); }, "lies outside the arena");
+}
+
+template <class Model, class Opt>
+const MemoryPlan& plan_of_training(
+    Model& model, Opt& opt, const Tensor& x, const Tensor& y,
+    std::optional<Compiled<std::function<Tensor(const Tensor&, const Tensor&)>>>& holder) {
+  std::function<Tensor(const Tensor&, const Tensor&)> step = [&model, &opt](const Tensor& a,
+                                                                            const Tensor& b) {
+    opt.zero_grad();
+    Tensor out = model(a);
+    Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), b.reshape({-1}));
+    loss.backward();
+    opt.step();
+    return loss;
+  };
+  holder.emplace(step, CompileOptions{});  // verify (default): check_plan on every graph
+  for (int i = 0; i < 4; ++i) (*holder)(x, y);  // state made at call 1: calls 2, 3 agree
+  EXPECT_EQ(holder->stats().replays, 1);
+  return *holder->memory_plan();
+}
+
+int64_t parameter_bytes(nn::Module& m) {
+  int64_t b = 0;
+  for (const Tensor& p : m.parameters()) b += p.numel() * 4;
+  return b;
+}
+
+TEST(MemoryPlan, ACompiledAdamStepCountsEachCategory) {
+  manual_seed(0);
+  auto model = models::fashion_mlp();
+  optim::Adam opt(model->parameters(), {.lr = 1e-3});
+  std::optional<Compiled<std::function<Tensor(const Tensor&, const Tensor&)>>> holder;
+  const MemoryPlan& plan =
+      plan_of_training(*model, opt, randn({32, 1, 28, 28}), randint(0, 10, {32}), holder);
+  const int64_t params = parameter_bytes(*model);
+  EXPECT_EQ(plan.category_bytes(MemoryCategory::Parameters), params);
+  EXPECT_EQ(plan.category_bytes(MemoryCategory::Gradients), params);
+  // Adam: two moments per parameter, and its step counters.
+  EXPECT_GE(plan.category_bytes(MemoryCategory::OptimizerState), 2 * params);
+  EXPECT_LT(plan.category_bytes(MemoryCategory::OptimizerState), 2 * params + 4096);
+  EXPECT_GT(plan.arena_bytes, 0);
+  EXPECT_LE(plan.arena_bytes, plan.category_bytes(MemoryCategory::Activations) +
+                                  plan.category_bytes(MemoryCategory::Workspace) + 64 * 64);
+  EXPECT_NE(plan.report().find("optimizer state"), std::string::npos);
+}
+
+// Every workload's model, compiled on a small batch: the plan is checked for overlaps (compile's
+// verify), and reuse makes the arena smaller than the sum of its buffers.
+TEST(MemoryPlan, EveryWorkloadStepIsPlannedWithoutOverlaps) {
+  struct Case {
+    std::string name;
+    std::shared_ptr<nn::Module> model;
+    Tensor x, y;
+  };
+  manual_seed(1);
+  std::vector<Case> cases;
+  cases.push_back({"W1", models::fashion_mlp(), randn({8, 1, 28, 28}), randint(0, 10, {8})});
+  cases.push_back({"W2", models::fashion_cnn(), randn({4, 1, 28, 28}), randint(0, 10, {4})});
+  cases.push_back({"W3", std::make_shared<models::CharLstm>(), randint(0, 256, {2, 16}),
+                   randint(0, 256, {2, 16})});
+  cases.push_back({"W4", std::make_shared<models::CharTransformer>(), randint(0, 256, {2, 16}),
+                   randint(0, 256, {2, 16})});
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    optim::SGD opt(c.model->parameters(), {.lr = 0.01, .momentum = 0.9});
+    std::optional<Compiled<std::function<Tensor(const Tensor&, const Tensor&)>>> holder;
+    const MemoryPlan& plan = plan_of_training(*c.model, opt, c.x, c.y, holder);
+    EXPECT_GT(plan.buffers.size(), 5u);
+    EXPECT_LT(plan.arena_bytes, plan.category_bytes(MemoryCategory::Activations) +
+                                    plan.category_bytes(MemoryCategory::Workspace));
+    EXPECT_EQ(plan.category_bytes(MemoryCategory::Parameters), parameter_bytes(*c.model));
+  }
+}
+
+}  // namespace
+}  // namespace ath::graph
