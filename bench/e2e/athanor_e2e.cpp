@@ -237,9 +237,13 @@ int main(int argc, char** argv) {
   int64_t samples = 0, timed_steps = 0;
   double trace_seconds = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (const Tensor& b : w.batches) {
-    auto [x, y] = w.get(b);
+  int64_t step_peak_live = 0;  // the last step's peak of live tensor bytes (memory_stats)
+  for (std::size_t i = 0; i < w.batches.size(); ++i) {
+    auto [x, y] = w.get(w.batches[i]);
+    const bool last = i + 1 == w.batches.size();
+    if (last) reset_peak_memory_stats();
     losses.push_back(step(x, y).item<float>());
+    if (last) step_peak_live = memory_stats().peak_bytes;
     if (compiled_step && compiled_step->stats().replays == 0) {  // still tracing: warm-up, untimed
       const auto now = std::chrono::steady_clock::now();
       trace_seconds += std::chrono::duration<double>(now - t0).count();
@@ -286,18 +290,27 @@ int main(int argc, char** argv) {
       static_cast<double>(tail);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
+  // The compiled graph's memory plan (graph/memory_plan.h), in MB; "null" when eager.
+  auto planned = [&](int64_t graph::MemoryPlan::*field) -> std::string {
+    const graph::MemoryPlan* plan = compiled_step ? compiled_step->memory_plan() : nullptr;
+    if (plan == nullptr) return "null";
+    const int64_t b = field != nullptr ? plan->*field : plan->total_bytes();
+    return fmt::format("{:.2f}", static_cast<double>(b) / 1e6);
+  };
   const bench::HostInfo host = bench::measure_host(threads);  // after the peak RSS is read
   std::printf(
       "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"precision\": \"%s\", "
       "\"samples_per_s\": %.3f, "
       "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
-      "\"compiled\": %s, \"trace_s\": %.3f}\n",
+      "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
+      "\"planned_arena_mb\": %s, \"planned_total_mb\": %s}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
       static_cast<double>(ru.ru_maxrss) / 1024.0, threads, host.isa.c_str(), host.sgemm_gflops,
-      compiled ? "true" : "false", trace_seconds);
+      compiled ? "true" : "false", trace_seconds, static_cast<double>(step_peak_live) / 1e6,
+      planned(&graph::MemoryPlan::arena_bytes).c_str(), planned(nullptr).c_str());
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());
