@@ -13,6 +13,7 @@
 #include "athanor/core/behavior_state.h"
 #include "athanor/graph/compare.h"
 #include "athanor/graph/compile.h"
+#include "athanor/graph/debug_page.h"
 #include "athanor/graph/executor.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/tracer.h"
@@ -90,6 +91,7 @@ struct CompiledStep::Impl {
   std::map<Key, Entry> entries;
   const Prepared* last = nullptr;
   int dumps = 0;
+  std::vector<std::pair<std::string, std::string>> stages;  // this graph's dumps, for the page
 
   void diagnose(const std::string& line) {
     stats.diagnostics.push_back(line);
@@ -105,7 +107,8 @@ struct CompiledStep::Impl {
     namespace fs = std::filesystem;
     const fs::path dir = fs::path(options.debug_dir) / fmt::format("graph{}", dumps);
     fs::create_directories(dir);
-    std::ofstream(dir / fmt::format("{}.txt", stage)) << g.to_text();
+    stages.emplace_back(std::string(stage), g.to_text());
+    std::ofstream(dir / fmt::format("{}.txt", stage)) << stages.back().second;
     std::ofstream(dir / fmt::format("{}.dot", stage)) << g.to_dot();
   }
 
@@ -133,9 +136,10 @@ struct CompiledStep::Impl {
     p->memory = plan_memory(g);
     if (options.verify) check_plan(g, p->memory);
     if (!options.debug_dir.empty()) {
-      std::ofstream(std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps) /
-                    "memory_plan.txt")
-          << p->memory.report();
+      const auto dir = std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps);
+      std::ofstream(dir / "memory_plan.txt") << p->memory.report();
+      std::ofstream(dir / "index.html") << debug_page(g, p->report, p->memory, stages);
+      stages.clear();
     }
     ++dumps;
     p->graph = std::move(g);

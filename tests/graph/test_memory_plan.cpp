@@ -1,7 +1,12 @@
 // The memory plan: exact bytes on small graphs, categories of a compiled training step, the
-// overlap checker catching a broken plan, and every workload's compiled step planned without
-// two live buffers sharing a byte.
+// overlap checker catching a broken plan, every workload's compiled step planned without two
+// live buffers sharing a byte; and the debug page that draws the plan.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "athanor/athanor.h"
 #include "athanor/graph/compile.h"
@@ -82,7 +87,7 @@ const MemoryPlan& plan_of_training(
     opt.step();
     return loss;
   };
-  holder.emplace(step, CompileOptions{});  // verify (default): check_plan on every graph
+  holder.emplace(step, CompileOptions{});       // verify (default): check_plan on every graph
   for (int i = 0; i < 4; ++i) (*holder)(x, y);  // state made at call 1: calls 2, 3 agree
   EXPECT_EQ(holder->stats().replays, 1);
   return *holder->memory_plan();
@@ -139,6 +144,44 @@ TEST(MemoryPlan, EveryWorkloadStepIsPlannedWithoutOverlaps) {
                                     plan.category_bytes(MemoryCategory::Workspace));
     EXPECT_EQ(plan.category_bytes(MemoryCategory::Parameters), parameter_bytes(*c.model));
   }
+}
+
+}  // namespace
+}  // namespace ath::graph
+
+namespace ath::graph {
+namespace {
+
+TEST(CompileDebug, WritesEachStageAndAPageWithTheArenaPicture) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("ath_compile_debug_{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  manual_seed(2);
+  auto model = models::fashion_cnn();
+  optim::SGD opt(model->parameters(), {.lr = 0.01});
+  auto step = compile(
+      [&](const Tensor& x, const Tensor& y) {
+        opt.zero_grad();
+        Tensor loss = cross_entropy((*model)(x), y);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      {.debug_dir = dir.string()});
+  const Tensor x = randn({2, 1, 28, 28}), y = randint(0, 10, {2});
+  for (int i = 0; i < 3; ++i) step(x, y);
+  ASSERT_EQ(step.stats().replays, 1);
+  const std::filesystem::path graph_dir = dir / "graph0";
+  for (const char* f : {"0_traced.txt", "4_fuse.txt", "5_dce.dot", "memory_plan.txt"})
+    EXPECT_TRUE(std::filesystem::exists(graph_dir / f)) << f;
+  std::ifstream in(graph_dir / "index.html");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_EQ(page.find("<li>none</li>"), std::string::npos);  // W2's ReLU backwards are listed
+  EXPECT_NE(page.find("r4=to_float(r3)"), std::string::npos);
+  EXPECT_NE(page.find("<summary>4_fuse</summary>"), std::string::npos);
+  EXPECT_NE(page.find("(convolution): nodes 0.."), std::string::npos);  // a buffer's tooltip
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
