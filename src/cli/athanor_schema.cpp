@@ -197,6 +197,9 @@ void add_trainer(Schema& s, const std::vector<ClassSpec>& callbacks) {
   add({.path = "detect_anomaly",
        .default_value = false,
        .help = "Autograd anomaly mode: fail at the op that produced a NaN/inf gradient"});
+  add({.path = "compile",
+       .default_value = false,
+       .help = "Compile the training step into a replayed, fused graph (docs/compiler.md)"});
   add({.path = "barebones",
        .default_value = false,
        .help = "Turn off every feature that costs time (logging, checkpoints, progress bar)"});

@@ -12,6 +12,7 @@
 #include "athanor/cli/callbacks_config.h"
 #include "athanor/cli/schema.h"
 #include "athanor/data/data.h"
+#include "athanor/graph/compile.h"
 #include "athanor/models/char_lstm.h"
 #include "athanor/models/char_transformer.h"
 #include "athanor/models/fashion.h"
@@ -161,6 +162,7 @@ train::TrainerOptions trainer_options(const json& config) {
   o.enable_model_summary = t.at("enable_model_summary").get<bool>();
   o.detect_anomaly = t.at("detect_anomaly").get<bool>();
   o.barebones = t.at("barebones").get<bool>();
+  o.compile = t.at("compile").get<bool>();
   if (!config.at("seed_everything").is_null()) {
     o.seed = config.at("seed_everything").get<uint64_t>();
   }
@@ -275,6 +277,10 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
       out << "resumed from: " << trainer.restored_checkpoint() << "\n";
     // The main job's report: test the fitted model, say where everything went.
     print_metrics(out, trainer.test(*task, data.test));
+    if (const CompileStats* s = trainer.compile_stats()) {
+      out << "compiled training step: " << s->traces << " traces, " << s->replays << " replays, "
+          << s->eager_calls << " eager calls\n";
+    }
     for (const auto& cb : trainer.callbacks()) {
       if (const auto* mc = dynamic_cast<const train::ModelCheckpoint*>(cb.get())) {
         if (!mc->best_model_path().empty())

@@ -65,19 +65,20 @@ struct Entry {
   bool eager = false;  // fell back for good
 };
 
-bool guards_hold(const Prepared& p) {
-  const Graph& g = p.graph;
+// Binds each gradient slot to its parameter's current `.grad`, then checks every state tensor
+// still has what the graph was recorded with.
+bool bind_and_check(Prepared& p) {
+  Graph& g = p.graph;
+  for (const auto& [param, grad] : p.grad_of) {
+    const Tensor current = g.state_tensors[static_cast<std::size_t>(param)].grad();
+    if (!current.defined()) return false;
+    g.state_tensors[static_cast<std::size_t>(grad)] = current;
+  }
   for (std::size_t s = 0; s < g.state.size(); ++s) {
     const Tensor& t = g.state_tensors[s];
     const Value& v = g.value(g.state[s]);
     if (t.shape() != v.meta.shape || t.dtype() != v.meta.dtype || t.strides() != v.strides ||
         t.requires_grad() != p.requires_grad[s])
-      return false;
-  }
-  for (const auto& [param, grad] : p.grad_of) {
-    const Tensor current = g.state_tensors[static_cast<std::size_t>(param)].grad();
-    if (!current.defined() ||
-        current.impl() != g.state_tensors[static_cast<std::size_t>(grad)].impl())
       return false;
   }
   return true;
@@ -188,7 +189,7 @@ CompiledStep::Result CompiledStep::call(std::span<const Tensor> args, uint64_t p
     ++s.stats.eager_calls;
     return {eager(), false};
   }
-  if (e.ready && guards_hold(*e.ready)) {
+  if (e.ready && bind_and_check(*e.ready)) {
     ++s.stats.replays;
     s.last = e.ready.get();
     return {e.ready->executor->run(args), true};

@@ -93,6 +93,7 @@ ValueId Graph::add_state(const Tensor& t, std::string name) {
   const ValueId id = add_value(std::move(v));
   state.push_back(id);
   state_tensors.push_back(t);
+  state_grad_of.push_back(-1);
   return id;
 }
 

@@ -38,6 +38,11 @@ void Tracer::fail(std::string why) {
   if (failure_.empty()) failure_ = std::move(why);
 }
 
+void Tracer::fail_active(std::string why) {
+  Tracer* self = t_tracer;
+  if (self != nullptr && detail::t_observer == self) self->fail(std::move(why));
+}
+
 void Tracer::on_host_read(const char* what) {
   Tracer* self = t_tracer;
   // Reads inside a kernel (the observer is paused there) are the op's own business.
@@ -207,6 +212,16 @@ Graph Tracer::finish(std::span<const Tensor> outputs) {
       new_slot[s] = v.index;
       graph_.state.push_back(state[s]);
       graph_.state_tensors.push_back(std::move(tensors[s]));
+    }
+  }
+  graph_.state_grad_of.assign(graph_.state.size(), -1);
+  for (std::size_t p = 0; p < graph_.state.size(); ++p) {
+    const Tensor& param = graph_.state_tensors[p];
+    const Tensor grad = param.requires_grad() ? param.grad() : Tensor();
+    if (!grad.defined()) continue;
+    for (std::size_t s = 0; s < graph_.state.size(); ++s) {
+      if (graph_.state_tensors[s].impl() == grad.impl())
+        graph_.state_grad_of[s] = static_cast<int32_t>(p);
     }
   }
   for (GradBinding& b : graph_.grads) b.state = new_slot[static_cast<std::size_t>(b.state)];

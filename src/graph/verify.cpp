@@ -32,9 +32,9 @@ void verify(const Graph& g) {
   };
   check_slots(g.arguments, ValueOrigin::Argument, "argument");
   check_slots(g.state, ValueOrigin::State, "state");
-  if (g.state_tensors.size() != g.state.size())
-    fail(fmt::format("{} state values but {} bound tensors", g.state.size(),
-                     g.state_tensors.size()));
+  if (g.state_tensors.size() != g.state.size() || g.state_grad_of.size() != g.state.size())
+    fail(fmt::format("{} state values but {} bound tensors and {} gradient roles", g.state.size(),
+                     g.state_tensors.size(), g.state_grad_of.size()));
   std::vector<ValueId> const_slots;
   for (std::size_t i = 0; i < g.values.size(); ++i) {
     const Value& v = g.values[i];

@@ -7,6 +7,7 @@
 
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
+#include "compiled_train_step.h"
 #include "step_runner.h"
 #include "trainer_hooks.h"
 
@@ -212,8 +213,24 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
   current_batch_size_ = batch.size();
   log_scope_ = LogScope::TrainStep;
   ATH_TRAINER_HOOK(on_train_batch_start, batch, batch_idx);
-  Tensor loss = run_module_step("training_step", batch_idx, train_.get(),
-                                [&] { return step_runner_->training_step(batch, batch_idx); });
+  Tensor loss;
+  if (compiled_step_ && module_->automatic_optimization()) {
+    // The whole step, compiled (compiled_train_step.h): it zeroes, backpropagates and steps
+    // as the branch below does.
+    const bool step = accumulated_ + 1 >= accumulate_ || is_last_batch_;
+    loss = compiled_step_->run(batch, batch_idx, accumulated_, accumulate_, step);
+    if (loss.defined()) {
+      accumulated_ = step ? 0 : accumulated_ + 1;
+      if (step) count_optimizer_step();
+    }
+    batches_done_ = batch_idx + 1;
+    in_batch_ = false;
+    ATH_TRAINER_HOOK(on_train_batch_end, loss, batch, batch_idx);
+    log_scope_ = LogScope::Other;
+    return;
+  }
+  loss = run_module_step("training_step", batch_idx, train_.get(),
+                         [&] { return step_runner_->training_step(batch, batch_idx); });
 
   if (module_->automatic_optimization() && loss.defined()) {
     ATH_CHECK(loss.numel() == 1, ShapeError,
@@ -248,6 +265,10 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
 
 void Trainer::optimizer_step() {
   step_runner_->optimizer_step();
+  count_optimizer_step();
+}
+
+void Trainer::count_optimizer_step() {
   ++global_step_;
   // Step-interval schedulers step right after the optimizer (Lightning: after
   // on_train_batch_end), so a checkpoint taken in on_train_batch_end holds the stepped state.

@@ -5,14 +5,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "athanor/core/error.h"
 #include "athanor/core/rng.h"
+#include "athanor/graph/tracer.h"
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/callbacks/model_summary.h"
 #include "athanor/train/default_loggers.h"
 #include "athanor/train/mixed_precision.h"
+#include "compiled_train_step.h"
 #include "step_runner.h"
 #include "trainer_hooks.h"
 
@@ -217,8 +220,28 @@ void Trainer::teardown_run(const std::string& stage_name, const std::string& sta
 }
 
 void Trainer::log_from_module(const std::string& name, double value, const LogOptions& options) {
+  if (log_capture_ != nullptr) {
+    graph::Tracer::fail_active(fmt::format(
+        "log('{}') of a number inside the compiled training step: a replay would not log it "
+        "(log a tensor instead)",
+        name));
+  }
   if (options_.barebones || stage_ == Stage::Predicting) return;
   metrics_.log(name, value, options, log_scope_, current_batch_size_);
+}
+
+void Trainer::log_tensor_from_module(const std::string& name, const Tensor& value,
+                                     const LogOptions& options) {
+  if (options_.barebones || stage_ == Stage::Predicting) return;
+  if (log_capture_ != nullptr) {
+    log_capture_->push_back({name, options, value.detach()});
+    return;
+  }
+  metrics_.log(name, value.item<double>(), options, log_scope_, current_batch_size_);
+}
+
+const CompileStats* Trainer::compile_stats() const {
+  return compiled_step_ ? &compiled_step_->stats() : nullptr;
 }
 
 void Trainer::log_to_loggers(const Metrics& metrics) {
@@ -303,13 +326,41 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
         *this, module,
         StepHooks{
             .on_before_zero_grad =
-                [this](optim::Optimizer& opt) { ATH_TRAINER_HOOK(on_before_zero_grad, opt); },
+                [this](optim::Optimizer& opt) {
+                  step_hook_calls_ += static_cast<int64_t>(callbacks_.size()) + 1;
+                  ATH_TRAINER_HOOK(on_before_zero_grad, opt);
+                },
             .on_before_backward =
-                [this](const Tensor& loss) { ATH_TRAINER_HOOK(on_before_backward, loss); },
-            .on_after_backward = [this] { ATH_TRAINER_HOOK(on_after_backward); },
+                [this](const Tensor& loss) {
+                  step_hook_calls_ += static_cast<int64_t>(callbacks_.size()) + 1;
+                  ATH_TRAINER_HOOK(on_before_backward, loss);
+                },
+            .on_after_backward =
+                [this] {
+                  step_hook_calls_ += static_cast<int64_t>(callbacks_.size()) + 1;
+                  ATH_TRAINER_HOOK(on_after_backward);
+                },
             .on_before_optimizer_step =
-                [this](optim::Optimizer& opt) { ATH_TRAINER_HOOK(on_before_optimizer_step, opt); },
+                [this](optim::Optimizer& opt) {
+                  step_hook_calls_ += static_cast<int64_t>(callbacks_.size()) + 1;
+                  ATH_TRAINER_HOOK(on_before_optimizer_step, opt);
+                },
         });
+    compiled_step_.reset();
+    if (options_.compile) {
+      if (strategy_->world_size() > 1) {
+        std::fprintf(stderr,
+                     "athanor compile: running eagerly: the %s strategy reduces gradients "
+                     "outside the op registry, which a compiled graph cannot hold yet\n",
+                     strategy_->name().c_str());
+      } else if (options_.detect_anomaly) {
+        std::fprintf(stderr,
+                     "athanor compile: running eagerly: detect_anomaly reads every loss on the "
+                     "host\n");
+      } else {
+        compiled_step_ = std::make_unique<CompiledTrainStep>(*this, *step_runner_);
+      }
+    }
     schedulers_.clear();
     if (cfg.lr_scheduler) schedulers_.push_back(*cfg.lr_scheduler);
     epoch_ = 0;

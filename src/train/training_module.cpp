@@ -24,7 +24,7 @@ void TrainingModule::log(const std::string& name, const Tensor& value, const Log
   ATH_CHECK(value.defined() && value.numel() == 1, ShapeError,
             "log('{}'): expected a one-element tensor, got {}", name,
             value.defined() ? fmt::format("shape {}", value.shape()) : std::string("undefined"));
-  if (trainer_ != nullptr) trainer_->log_from_module(name, value.item<double>(), options);
+  if (trainer_ != nullptr) trainer_->log_tensor_from_module(name, value, options);
 }
 
 void TrainingModule::log_dict(const Metrics& values, const LogOptions& options) {

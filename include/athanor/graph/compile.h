@@ -29,9 +29,10 @@
 //   graph stay live inputs: the learning rate is read from the optimizer at each replay
 //   (ops/attr_source.h), dropout draws a new seed from its generator, the Adam step counter is a
 //   tensor the update advances.
-// - Before a replay, guards check that the state tensors still have their shapes, dtypes and
-//   requires_grad flags, and that gradient buffers the step accumulates into are still the
-//   parameters' gradients; otherwise the key is traced again.
+// - Before a replay, gradient buffers the step accumulates into are bound to the parameters'
+//   current gradients (zero_grad may have replaced them), and guards check that every state
+//   tensor still has its shape, dtype, strides and requires_grad flag; a parameter without a
+//   gradient, or any change, traces the key again.
 // - A step that cannot be traced (a host read such as loss.item() inside the step; a batch whose
 //   tensors cannot be enumerated) or whose traces keep differing runs eagerly for that key from
 //   then on, after one diagnostic line saying which op and why. It never computes something

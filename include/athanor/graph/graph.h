@@ -86,8 +86,12 @@ class Graph {
   std::vector<ValueId> arguments;     // argument i's value
   std::vector<ValueId> state;         // state slot i's value (the version the graph first reads)
   std::vector<Tensor> state_tensors;  // bound state, slot by slot
-  std::vector<Tensor> constants;      // constant slot i's tensor
-  std::vector<ValueId> outputs;       // what the step returns
+  // Per state slot: the slot of the parameter whose `.grad` it is, or -1. Such a slot is bound
+  // by role, not identity: each replay reads the parameter's current gradient (a new tensor
+  // every accumulation window, when zero_grad sets gradients to none).
+  std::vector<int32_t> state_grad_of;
+  std::vector<Tensor> constants;  // constant slot i's tensor
+  std::vector<ValueId> outputs;   // what the step returns
   std::vector<GradBinding> grads;
 
   ValueId add_argument(const TensorMeta& meta, Strides strides = {});  // {}: contiguous

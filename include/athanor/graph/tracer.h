@@ -54,6 +54,9 @@ class Tracer final : public OpObserver {
   // Why the recorded graph cannot stand for the code: empty while ok().
   const std::string& failure() const { return failure_; }
   void fail(std::string why);
+  // Fails the trace recording on this thread, if any (code with a side effect a replay cannot
+  // repeat calls it: the Trainer's log() of a host number inside a compiled step).
+  static void fail_active(std::string why);
 
  private:
   struct Seen {

@@ -23,6 +23,7 @@
 #include "athanor/data/batch.h"
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
+#include "athanor/train/step_hook_probe.h"
 
 namespace ath::train {
 
@@ -59,10 +60,16 @@ class Callback {
   virtual void on_train_epoch_end(T&, M&) {}
   virtual void on_train_batch_start(T&, M&, const B&, int64_t /*batch_idx*/) {}
   virtual void on_train_batch_end(T&, M&, const Tensor& /*loss*/, const B&, int64_t) {}
-  virtual void on_before_backward(T&, M&, const Tensor& /*loss*/) {}
-  virtual void on_after_backward(T&, M&) {}
-  virtual void on_before_optimizer_step(T&, M&, optim::Optimizer&) {}
-  virtual void on_before_zero_grad(T&, M&, optim::Optimizer&) {}
+  // The hooks inside the training step: their defaults count themselves (step_hook_probe.h),
+  // so a compiled step knows when one is overridden.
+  virtual void on_before_backward(T&, M&, const Tensor& /*loss*/) {
+    ++detail::t_default_step_hooks;
+  }
+  virtual void on_after_backward(T&, M&) { ++detail::t_default_step_hooks; }
+  virtual void on_before_optimizer_step(T&, M&, optim::Optimizer&) {
+    ++detail::t_default_step_hooks;
+  }
+  virtual void on_before_zero_grad(T&, M&, optim::Optimizer&) { ++detail::t_default_step_hooks; }
   virtual void on_validation_start(T&, M&) {}
   virtual void on_validation_end(T&, M&) {}
   virtual void on_validation_epoch_start(T&, M&) {}

@@ -44,6 +44,10 @@
 #include "athanor/train/strategy.h"
 #include "athanor/train/training_module.h"
 
+namespace ath {
+struct CompileStats;  // graph/compile.h
+}  // namespace ath
+
 namespace ath::train {
 
 // A batch limit: a count of batches (int) or a fraction of the epoch (double in [0, 1]).
@@ -78,7 +82,11 @@ struct TrainerOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;
   std::vector<std::shared_ptr<Logger>> loggers;
   bool detect_anomaly = false;  // NaN/Inf in a gradient or the loss stops with the op's name
-  bool barebones = false;       // no progress bar, summary, loggers, checkpoints or log() cost
+  // Compile the training step (graph/compile.h): zero_grad, training_step, backward, clipping
+  // and the optimizer step become one replayed graph per batch shape. Steps that cannot be
+  // replayed faithfully run eagerly, with a one-line diagnostic: see docs/compiler.md.
+  bool compile = false;
+  bool barebones = false;  // no progress bar, summary, loggers, checkpoints or log() cost
   // Lightning's `precision`: "32-true", "bf16-mixed", "16-mixed", "bf16-true" or "16-true"
   // (mixed_precision.h). A precision_plugin, when given, is used instead.
   std::string precision = "32-true";
@@ -89,6 +97,8 @@ struct TrainerOptions {
 };
 
 class StepRunner;
+class CompiledTrainStep;
+struct CapturedLog;
 
 enum class Stage { None, Fitting, SanityChecking, Validating, Testing, Predicting };
 
@@ -177,6 +187,13 @@ class Trainer {
 
   // Used by TrainingModule::log (the scope follows the running hook).
   void log_from_module(const std::string& name, double value, const LogOptions& options);
+  // log() of a tensor: read now, or — inside a compiled step — kept as an output of the step's
+  // graph and read once the step has run.
+  void log_tensor_from_module(const std::string& name, const Tensor& value,
+                              const LogOptions& options);
+  // The compiled training step's counters (traces, replays, fallbacks and their diagnostics);
+  // null unless fit runs with compile = true.
+  const CompileStats* compile_stats() const;
   // Logs metrics to every logger at the current step (LearningRateMonitor, throughput, ...).
   void log_to_loggers(const Metrics& metrics);
 
@@ -196,6 +213,7 @@ class Trainer {
   bool run_train_epoch(Source& train, Source& val);
   void train_batch(const data::Batch& batch, int64_t batch_idx);
   void optimizer_step();
+  void count_optimizer_step();  // the step counter and step-interval schedulers
   void step_schedulers(SchedulerInterval interval);
   Metrics run_evaluation(Stage stage, Source source, int64_t limit);
   int64_t resolve_limit(const BatchLimit& limit, int64_t available, const char* what) const;
@@ -213,7 +231,11 @@ class Trainer {
   std::shared_ptr<optim::Optimizer> optimizer_;
   std::shared_ptr<PrecisionPlugin> precision_;
   std::shared_ptr<Strategy> strategy_;
-  std::unique_ptr<StepRunner> step_runner_;  // fit's steps, made once the optimizer exists
+  std::unique_ptr<StepRunner> step_runner_;           // fit's steps, made once the optimizer exists
+  std::unique_ptr<CompiledTrainStep> compiled_step_;  // with options_.compile, made alongside
+  std::vector<CapturedLog>* log_capture_ = nullptr;   // set while a compiled step traces
+  int64_t step_hook_calls_ = 0;  // step-hook calls made, per object called (step_hook_probe.h)
+  friend class CompiledTrainStep;
   std::vector<LRSchedulerConfig> schedulers_;
   LoggedMetrics metrics_;
   LogScope log_scope_ = LogScope::Other;

@@ -42,6 +42,7 @@
 #include "athanor/nn/module.h"
 #include "athanor/train/logged_metrics.h"
 #include "athanor/train/optimizer_config.h"
+#include "athanor/train/step_hook_probe.h"
 
 namespace ath::train {
 
@@ -107,10 +108,13 @@ class TrainingModule : public nn::Module {
   virtual void on_train_batch_start(const data::Batch& /*batch*/, int64_t /*batch_idx*/) {}
   virtual void on_train_batch_end(const Tensor& /*loss*/, const data::Batch& /*batch*/,
                                   int64_t /*batch_idx*/) {}
-  virtual void on_before_backward(const Tensor& /*loss*/) {}
-  virtual void on_after_backward() {}
-  virtual void on_before_optimizer_step(optim::Optimizer& /*opt*/) {}
-  virtual void on_before_zero_grad(optim::Optimizer& /*opt*/) {}
+  // The hooks inside the training step; their defaults count themselves (step_hook_probe.h).
+  virtual void on_before_backward(const Tensor& /*loss*/) { ++detail::t_default_step_hooks; }
+  virtual void on_after_backward() { ++detail::t_default_step_hooks; }
+  virtual void on_before_optimizer_step(optim::Optimizer& /*opt*/) {
+    ++detail::t_default_step_hooks;
+  }
+  virtual void on_before_zero_grad(optim::Optimizer& /*opt*/) { ++detail::t_default_step_hooks; }
   // Default: clip_gradients(opt, clip_val, algorithm) with the Trainer's settings.
   virtual void configure_gradient_clipping(optim::Optimizer& opt, std::optional<double> clip_val,
                                            const std::string& algorithm);

@@ -93,14 +93,14 @@ class LambdaCallback : public Callback {
     call(hooks_.on_train_batch_end, t, m, loss, b, i);
   }
   void on_before_backward(T& t, M& m, const Tensor& loss) override {
-    call(hooks_.on_before_backward, t, m, loss);
+    call_step_hook(hooks_.on_before_backward, t, m, loss);
   }
-  void on_after_backward(T& t, M& m) override { call(hooks_.on_after_backward, t, m); }
+  void on_after_backward(T& t, M& m) override { call_step_hook(hooks_.on_after_backward, t, m); }
   void on_before_optimizer_step(T& t, M& m, optim::Optimizer& o) override {
-    call(hooks_.on_before_optimizer_step, t, m, o);
+    call_step_hook(hooks_.on_before_optimizer_step, t, m, o);
   }
   void on_before_zero_grad(T& t, M& m, optim::Optimizer& o) override {
-    call(hooks_.on_before_zero_grad, t, m, o);
+    call_step_hook(hooks_.on_before_zero_grad, t, m, o);
   }
   void on_validation_start(T& t, M& m) override { call(hooks_.on_validation_start, t, m); }
   void on_validation_end(T& t, M& m) override { call(hooks_.on_validation_end, t, m); }
@@ -148,6 +148,12 @@ class LambdaCallback : public Callback {
   template <class F, class... A>
   static void call(const F& f, A&&... args) {
     if (f) f(std::forward<A>(args)...);
+  }
+  // A hook inside the training step: an unset one counts as the default (step_hook_probe.h).
+  template <class F, class... A>
+  static void call_step_hook(const F& f, A&&... args) {
+    if (!f) ++detail::t_default_step_hooks;
+    call(f, std::forward<A>(args)...);
   }
 
   LambdaHooks hooks_;

@@ -1,0 +1,64 @@
+// CompiledTrainStep: fit's automatic-optimization step under ath::compile (TrainerOptions::
+// compile). One call is one batch: training_step, the loss checks, backward (zeroing the
+// gradients first on a window's first micro-batch), and — on a window's last — gradient
+// reduction, clipping and the optimizer step, exactly as StepRunner runs them eagerly.
+//
+// What keeps a replay faithful:
+// - Cache key: the batch's tensors (shapes, dtypes), whether this micro-batch zeroes the
+//   gradients, the accumulation count (the loss is divided by it) and whether it steps; so an
+//   accumulation window compiles at most a few graphs, and a smaller last batch its own.
+// - log() of a tensor inside training_step is captured: the tensor becomes an output of the
+//   graph and is logged after the step, on replays too. log() of a host number cannot be
+//   replayed: that step runs eagerly (the trace fails with a diagnostic).
+// - The hooks inside the step (on_before_zero_grad, on_before_backward, on_after_backward,
+//   on_before_optimizer_step) run only while a step is traced. If a callback or the module
+//   overrides one (step_hook_probe.h tells), every step of the fit runs eagerly instead, after
+//   one diagnostic, so the hook keeps Lightning's semantics.
+// - A strategy with more than one process reduces gradients outside the op registry, which a
+//   graph cannot hold yet: such a fit runs eagerly (the Trainer does not make this object).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "athanor/graph/compile.h"
+#include "athanor/train/trainer.h"
+#include "step_runner.h"
+
+namespace ath::train {
+
+struct CapturedLog {
+  std::string name;
+  LogOptions options;
+  Tensor value;
+};
+
+class CompiledTrainStep {
+ public:
+  CompiledTrainStep(Trainer& trainer, StepRunner& runner);
+
+  // Runs micro-batch `position` (0-based) of a window of `accumulate`, stepping when `step`;
+  // returns the loss (without autograd history).
+  Tensor run(const data::Batch& batch, int64_t batch_idx, int64_t position, int64_t accumulate,
+             bool step);
+  const CompileStats& stats() const { return compiled_.stats(); }
+
+ private:
+  using StepFn = std::function<std::vector<Tensor>(const data::Batch&, bool, int64_t, bool)>;
+  std::vector<Tensor> eager_step(const data::Batch& batch, bool first, int64_t accumulate,
+                                 bool step);
+  void log_outputs(const std::vector<CapturedLog>& logs);
+
+  Trainer& trainer_;
+  StepRunner& runner_;
+  int64_t batch_idx_ = 0;     // training_step's argument for the call in flight
+  bool ran_eagerly_ = false;  // the call in flight ran the step function (traced or eager)
+  bool hooks_overridden_ = false;
+  std::vector<CapturedLog> capture_;
+  // The names and options each key's step logs, in order (its graph's outputs after the loss).
+  std::map<std::string, std::vector<CapturedLog>> logs_by_key_;
+  Compiled<StepFn> compiled_;
+};
+
+}  // namespace ath::train
