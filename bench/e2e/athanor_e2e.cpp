@@ -7,7 +7,8 @@
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
 // before the timed region, on the timed model (so both columns train on the same batches), and
-// their time is reported as "trace_s".
+// their time is reported as "trace_s" (each traced call runs the step eagerly while recording
+// it); "passes_s" is the time of the passes, memory planning and executor preparation.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -304,13 +305,16 @@ int main(int argc, char** argv) {
       "\"seconds\": %.4f, \"steps\": %zu, \"final_loss\": %.6f, \"test_acc\": %s, "
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
       "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
-      "\"planned_arena_mb\": %s, \"planned_total_mb\": %s}\n",
+      "\"planned_arena_mb\": %s, \"planned_total_mb\": %s, \"passes_s\": %.4f, "
+      "\"traces\": %lld}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
       static_cast<double>(ru.ru_maxrss) / 1024.0, threads, host.isa.c_str(), host.sgemm_gflops,
       compiled ? "true" : "false", trace_seconds, static_cast<double>(step_peak_live) / 1e6,
-      planned(&graph::MemoryPlan::arena_bytes).c_str(), planned(nullptr).c_str());
+      planned(&graph::MemoryPlan::arena_bytes).c_str(), planned(nullptr).c_str(),
+      compiled_step ? compiled_step->stats().pass_seconds : 0.0,
+      static_cast<long long>(compiled_step ? compiled_step->stats().traces : 0));
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());
