@@ -28,7 +28,7 @@ constexpr int kW4MaxKernels = 97;
 std::vector<uint32_t> bits(const Tensor& t) {
   const std::vector<float> v = t.to(kFloat32).contiguous().to_vector<float>();
   std::vector<uint32_t> b(v.size());
-  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
 }
 
