@@ -80,9 +80,11 @@ ATH_ISA_BODY void run_block_body(const PointwiseStep* steps, int64_t num_steps, 
         break;
       }
       case PointwiseCode::ToFloat: {
-        const bool* __restrict x = static_cast<const bool*>(a);
+        // A bool is stored as the byte 0 or 1: read as bytes and widened through int32, the
+        // conversion vectorizes (read as bool, GCC converts one element at a time).
+        const uint8_t* __restrict x = static_cast<const uint8_t*>(a);
         float* __restrict o = static_cast<float*>(out);
-        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(x[i]);
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(static_cast<int32_t>(x[i]));
         break;
       }
     }
