@@ -7,6 +7,7 @@ namespace ath {
 namespace {
 
 std::atomic<uint64_t> g_fingerprint{0};
+std::atomic<uint64_t> g_generation{0};
 
 // splitmix64's finalizer: neighbouring addresses give unrelated bits.
 uint64_t mix(uint64_t x) {
@@ -18,7 +19,12 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-uint64_t behavior_fingerprint() { return g_fingerprint.load(std::memory_order_acquire); }
+uint64_t behavior_fingerprint() {
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
+  return g_fingerprint.load(std::memory_order_acquire) ^ (generation == 0 ? 0 : mix(~generation));
+}
+
+void note_state_replaced() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
 
 void flip_behavior_flag(const void* owner) {
   g_fingerprint.fetch_xor(mix(reinterpret_cast<uintptr_t>(owner)), std::memory_order_acq_rel);

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "athanor/core/behavior_state.h"
 #include "athanor/core/error.h"
 #include "athanor/ops/creation.h"
 #include "athanor/optim/optimizer.h"
@@ -60,6 +61,8 @@ OptimizerState Optimizer::state_dict() const {
 }
 
 void Optimizer::load_state_dict(const OptimizerState& sd) {
+  // New state tensors replace the old: a compiled step bound to the old ones must retrace.
+  note_state_replaced();
   const std::string& who = name_;
   detail::require_object(sd.meta, "the state dict's json", who);
   const json& saved_state = detail::require(sd.meta, "state", who);

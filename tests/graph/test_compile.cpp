@@ -209,6 +209,41 @@ TEST(Compile, AValueThatChangesOutsideTheOpsIsNeverBakedIn) {
   EXPECT_NE(lines[0].find("constant 0 has other values"), std::string::npos) << lines[0];
 }
 
+// An optimizer's load_state_dict puts new state tensors in place of the ones a graph is bound
+// to: the next call must retrace, not replay on the old momentum buffers.
+TEST(Compile, LoadingOptimizerStateRetracesInsteadOfReplayingStaleState) {
+  auto eager_model = make_mlp(5), compiled_model = make_mlp(5);
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto step_of = [](nn::Module& model, optim::Optimizer& opt) {
+    return [&model, &opt](const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss = cross_entropy(model(x), y);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
+  };
+  auto eager = step_of(*eager_model, eager_opt);
+  auto compiled = compile(step_of(*compiled_model, compiled_opt));
+  optim::OptimizerState eager_snapshot, compiled_snapshot;
+  for (int i = 0; i < 9; ++i) {
+    if (i == 2) {
+      eager_snapshot = eager_opt.state_dict();
+      compiled_snapshot = compiled_opt.state_dict();
+    }
+    if (i == 6) {  // back to the momentum of step 2, on both sides
+      eager_opt.load_state_dict(eager_snapshot);
+      compiled_opt.load_state_dict(compiled_snapshot);
+    }
+    const Batch b = batch(8, static_cast<uint64_t>(i));
+    ASSERT_EQ(eager(b.x, b.y).to_vector<float>(), compiled(b.x, b.y).to_vector<float>())
+        << "step " << i;
+  }
+  EXPECT_EQ(flat_params(*eager_model), flat_params(*compiled_model));
+  EXPECT_GE(compiled.stats().graphs, 2);  // one before the load, one after
+}
+
 TEST(Compile, PlainArgumentsArePartOfTheKey) {
   auto f = compile([](const Tensor& x, double s) { return x * s; });
   const Tensor x = ones({2});

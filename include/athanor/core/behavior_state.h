@@ -11,6 +11,8 @@
 //   assert(behavior_fingerprint() != before);
 //   flip_behavior_flag(&owner);
 //   assert(behavior_fingerprint() == before);
+//   note_state_replaced();                       // never undone
+//   assert(behavior_fingerprint() != before);
 #pragma once
 
 #include <cstdint>
@@ -20,5 +22,8 @@ namespace ath {
 uint64_t behavior_fingerprint();
 // Records that a flag of `owner` changed value (call it on every change, both ways).
 void flip_behavior_flag(const void* owner);
+// Records that state tensors were replaced by new ones (an optimizer's load_state_dict): the
+// fingerprint moves to a value it never had, so graphs bound to the old tensors are not reused.
+void note_state_replaced();
 
 }  // namespace ath
