@@ -20,7 +20,7 @@
 // How a call runs:
 // - Cache key: the tensor arguments' shapes, dtypes, strides and devices, the values of the
 //   plain (arithmetic) arguments, grad mode, autocast, which modules are in training mode and
-//   whether state tensors were replaced since (an optimizer's load_state_dict:
+//   whether state tensors were replaced since (by an optimizer's load_state_dict; see
 //   core/behavior_state.h). Each key keeps its own graph: a smaller last batch or an evaluation
 //   step gets its own, and switching back costs nothing.
 // - A new key runs eagerly under the tracer (athanor/graph/tracer.h). The graph is used from the
