@@ -104,7 +104,8 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   accumulate_ = options_.accumulate_grad_batches;
   precision_ =
       options_.precision_plugin ? options_.precision_plugin : make_precision(options_.precision);
-  strategy_ = options_.strategy ? options_.strategy : std::make_shared<SingleDeviceStrategy>();
+  strategy_ =
+      options_.strategy.object ? options_.strategy.object : make_strategy(options_.strategy.name);
 }
 
 Trainer::~Trainer() = default;
@@ -285,6 +286,7 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
   ATH_CHECK(train != nullptr, ValueError, "Trainer::fit: no training dataloader was given");
   setup_run(module, Stage::Fitting);
   datamodule_ = data;
+  strategy_->prepare_train_source(*train);
   train_ = train;  // callbacks may read it from on_fit_start (the LR finder does)
   fit_start_ = std::chrono::steady_clock::now();
   try {
