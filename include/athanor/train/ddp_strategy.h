@@ -7,6 +7,7 @@
 // step sees N x B samples, the gradients averaged over the ranks. Checkpoints, logs and the
 // progress bar are rank 0's (the Trainer's rule for every strategy).
 //
+//   #include "athanor/dist/world.h"
 //   #include "athanor/train/ddp_strategy.h"
 //   #include "athanor/train/trainer.h"
 //   train::TrainerOptions opts;
