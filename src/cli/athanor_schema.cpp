@@ -170,6 +170,11 @@ void add_trainer(Schema& s, const std::vector<ClassSpec>& callbacks) {
        .help = "Numeric precision: float32, bf16/fp16 autocast with float32 master weights "
                "(-mixed), or the whole model in bf16/fp16 (-true)",
        .choices = {"32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true"}});
+  add({.path = "strategy",
+       .default_value = "auto",
+       .help = "Where training runs: one process (auto), or data-parallel over the ranks of "
+               "`mpirun -n N` (ddp)",
+       .choices = {"auto", "single_device", "ddp"}});
   add({.path = "deterministic",
        .default_value = false,
        .help = "Refuse nondeterministic algorithms (athanor's CPU kernels always are)"});

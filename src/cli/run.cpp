@@ -152,6 +152,7 @@ train::TrainerOptions trainer_options(const json& config) {
   }
   o.gradient_clip_algorithm = t.at("gradient_clip_algorithm").get<std::string>();
   o.precision = t.at("precision").get<std::string>();
+  o.strategy = t.at("strategy").get<std::string>();
   o.deterministic = t.at("deterministic").get<bool>();
   const json& fdr = t.at("fast_dev_run");
   o.fast_dev_run = fdr.is_boolean() ? (fdr.get<bool>() ? 1 : 0) : fdr.get<int64_t>();

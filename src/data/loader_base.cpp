@@ -143,6 +143,14 @@ int64_t LoaderBase::epoch() const {
 }
 
 Sampler& LoaderBase::sampler() const { return *engine_->config.sampler; }
+std::shared_ptr<Sampler> LoaderBase::sampler_ptr() const { return engine_->config.sampler; }
+uint64_t LoaderBase::seed() const { return engine_->config.seed; }
+
+void LoaderBase::set_sampler(std::shared_ptr<Sampler> sampler) {
+  ATH_CHECK(sampler != nullptr, ValueError, "DataLoader::set_sampler: no sampler");
+  std::lock_guard lock(engine_->mutex);
+  engine_->config.sampler = std::move(sampler);
+}
 
 void LoaderBase::start_epoch(int64_t epoch) {
   Engine& e = *engine_;

@@ -14,6 +14,7 @@ void WorkState::complete() {
     std::lock_guard lock(mutex_);
     if (status_ != Status::Pending) return;
     status_ = Status::Done;
+    finished_at_ = Clock::now();
   }
   cv_.notify_all();
 }
@@ -23,6 +24,7 @@ void WorkState::fail(std::string message) {
     std::lock_guard lock(mutex_);
     if (status_ != Status::Pending) return;
     status_ = Status::Failed;
+    finished_at_ = Clock::now();
     error_ = std::move(message);
   }
   cv_.notify_all();
@@ -36,6 +38,11 @@ bool WorkState::wait_until(Clock::time_point until) {
 bool WorkState::finished() const {
   std::lock_guard lock(mutex_);
   return status_ != Status::Pending;
+}
+
+WorkState::Clock::time_point WorkState::finished_at() const {
+  std::lock_guard lock(mutex_);
+  return finished_at_;
 }
 
 bool WorkState::failed() const {
@@ -96,5 +103,10 @@ bool Work::test() const {
 }
 
 bool Work::is_completed() const { return state_ != nullptr && state_->finished(); }
+
+std::optional<std::chrono::steady_clock::time_point> Work::completed_at() const {
+  if (state_ == nullptr || !state_->finished()) return std::nullopt;
+  return state_->finished_at();
+}
 
 }  // namespace ath::dist

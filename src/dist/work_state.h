@@ -31,6 +31,8 @@ class WorkState {
   bool wait_until(Clock::time_point until);
   bool finished() const;
   bool failed() const;
+  // When complete()/fail() won; meaningful once finished().
+  Clock::time_point finished_at() const;
   // Throws the failure as a CommError (no-op when the call succeeded).
   void rethrow() const;
 
@@ -42,6 +44,7 @@ class WorkState {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   Status status_ = Status::Pending;
+  Clock::time_point finished_at_{};
   std::string error_;
 };
 

@@ -14,7 +14,7 @@
 //   on_before_optimizer_step) run only while a step is traced. If a callback or the module
 //   overrides one (step_hook_probe.h tells), every step of the fit runs eagerly instead, after
 //   one diagnostic, so the hook keeps Lightning's semantics.
-// - A strategy with more than one process reduces gradients outside the op registry, which a
+// - A data-parallel strategy reduces gradients outside the op registry, which a
 //   graph cannot hold yet: such a fit runs eagerly (the Trainer does not make this object).
 #pragma once
 

@@ -53,6 +53,7 @@ void Trainer::check_monitors() const {
 void Trainer::run_fit(Source train, Source val) {
   check_monitors();
   steps_before_batch_ = global_step_;
+  strategy_->prepare_train_source(*train);  // again: on_fit_start may have replaced it
   train_ = train;
   num_train_batches_ =
       resolve_limit(options_.limit_train_batches, train->num_batches(), "limit_train_batches");
@@ -245,6 +246,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
                 "epoch {}, batch {}",
                 v, epoch_, batch_idx);
     }
+    strategy_->before_backward(accumulated_ + 1 >= accumulate_ || is_last_batch_);
     step_runner_->backward(loss, accumulated_, accumulate_);
     ++accumulated_;
     if (accumulated_ >= accumulate_ || is_last_batch_) {

@@ -107,7 +107,8 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   accumulate_ = options_.accumulate_grad_batches;
   precision_ =
       options_.precision_plugin ? options_.precision_plugin : make_precision(options_.precision);
-  strategy_ = options_.strategy ? options_.strategy : std::make_shared<SingleDeviceStrategy>();
+  strategy_ =
+      options_.strategy.object ? options_.strategy.object : make_strategy(options_.strategy.name);
 }
 
 Trainer::~Trainer() = default;
@@ -308,6 +309,7 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
   ATH_CHECK(train != nullptr, ValueError, "Trainer::fit: no training dataloader was given");
   setup_run(module, Stage::Fitting);
   datamodule_ = data;
+  strategy_->prepare_train_source(*train);
   train_ = train;  // callbacks may read it from on_fit_start (the LR finder does)
   fit_start_ = std::chrono::steady_clock::now();
   try {
@@ -348,7 +350,9 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
         });
     compiled_step_.reset();
     if (options_.compile) {
-      if (strategy_->world_size() > 1) {
+      if (strategy_->name() != "single_device") {
+        // DDP's gradient hooks and bucket all-reduces run outside the op registry: a replay
+        // would skip them.
         std::fprintf(stderr,
                      "athanor compile: running eagerly: the %s strategy reduces gradients "
                      "outside the op registry, which a compiled graph cannot hold yet\n",

@@ -53,6 +53,11 @@ class LoaderBase : public BatchSource {
   int64_t size() const { return num_batches(); }
   int64_t epoch() const;
   Sampler& sampler() const;
+  std::shared_ptr<Sampler> sampler_ptr() const;
+  // Replaces the sampler; the next start_epoch uses it (the Trainer inserts a
+  // DistributedSampler for data-parallel training before its first epoch).
+  void set_sampler(std::shared_ptr<Sampler> sampler);
+  uint64_t seed() const;
   // Joins the worker threads (idempotent; the destructor calls it). The loader cannot be used
   // afterwards.
   void shutdown();

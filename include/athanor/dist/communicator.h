@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -94,6 +95,10 @@ class Work {
   bool test() const;
   // True once the call has finished, successfully or not (never throws).
   bool is_completed() const;
+  // When the call finished (successfully or not), on the steady clock; nullopt while it runs.
+  // The backend stamps it as it completes the call, so a caller polling late still learns when
+  // the data exchange ended (DistributedDataParallel's timeline does).
+  std::optional<std::chrono::steady_clock::time_point> completed_at() const;
   bool defined() const { return state_ != nullptr; }
 
  private:

@@ -12,11 +12,17 @@
 //   Tensor t = trainer.strategy().broadcast(ones({2}));   // one rank: t itself
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
+
+namespace ath::data {
+class BatchSource;
+}
 
 namespace ath::train {
 
@@ -29,11 +35,18 @@ class Strategy {
   virtual int64_t world_size() const { return 1; }
   virtual int64_t global_rank() const { return 0; }
   bool is_global_zero() const { return global_rank() == 0; }
+  // Before fit counts the training batches: a data-parallel strategy gives each rank its share
+  // of the samples (a DistributedSampler in place of a DataLoader's own sampler).
+  virtual void prepare_train_source(data::BatchSource& source) { (void)source; }
   // Once fit has the module and its optimizer, before any step or checkpoint restore.
   virtual void setup(TrainingModule& module, optim::Optimizer& optimizer) {
     (void)module;
     (void)optimizer;
   }
+  // Before each backward of automatic optimization: `sync` is false for the micro-batches of
+  // an accumulation window before its last, whose gradients need only accumulate locally (a
+  // data-parallel strategy then skips communication, as DDP's no_sync).
+  virtual void before_backward(bool sync) { (void)sync; }
   // After the last backward of an accumulation window, before clipping and the optimizer step.
   virtual void reduce_gradients(optim::Optimizer& optimizer) { (void)optimizer; }
   // Returns once every rank has called it with the same name.
@@ -50,5 +63,22 @@ class SingleDeviceStrategy : public Strategy {
  public:
   std::string name() const override { return "single_device"; }
 };
+
+// TrainerOptions::strategy, as Lightning's: a name ("auto" or "single_device": one process;
+// "ddp": DDPStrategy on dist::world(), see ddp_strategy.h) or a Strategy object.
+struct StrategyChoice {
+  StrategyChoice() = default;
+  StrategyChoice(const char* strategy_name) : name(strategy_name) {}
+  StrategyChoice(std::string strategy_name) : name(std::move(strategy_name)) {}
+  template <class S>
+  requires std::derived_from<S, Strategy> StrategyChoice(std::shared_ptr<S> strategy)
+      : object(std::move(strategy)) {}
+
+  std::string name = "auto";
+  std::shared_ptr<Strategy> object;  // when set, used instead of `name`
+};
+
+// The strategy a name selects: "auto"/"single_device" or "ddp" (ValueError otherwise).
+std::shared_ptr<Strategy> make_strategy(const std::string& name);
 
 }  // namespace ath::train

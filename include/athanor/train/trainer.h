@@ -90,10 +90,11 @@ struct TrainerOptions {
   // Lightning's `precision`: "32-true", "bf16-mixed", "16-mixed", "bf16-true" or "16-true"
   // (mixed_precision.h). A precision_plugin, when given, is used instead.
   std::string precision = "32-true";
-  // Lightning's plugins: null means the plugin `precision` names, and SingleDeviceStrategy (one
-  // process). See precision.h and strategy.h.
+  // Lightning's plugins: null means the plugin `precision` names. See precision.h.
   std::shared_ptr<PrecisionPlugin> precision_plugin;
-  std::shared_ptr<Strategy> strategy;
+  // Lightning's `strategy`: "auto" (one process), "ddp" (data-parallel over the processes of
+  // dist::world(), one per rank under mpirun: ddp_strategy.h) or a Strategy object.
+  StrategyChoice strategy;
 };
 
 class StepRunner;

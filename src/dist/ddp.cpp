@@ -1,0 +1,137 @@
+// DistributedDataParallel's construction (rank 0's state to every rank, buckets, hooks), its
+// forward and buffer synchronisation, and the no_sync switch. The reduction itself is in
+// ddp_reducer.cpp.
+#include "athanor/dist/ddp.h"
+
+#include <set>
+
+#include "athanor/dist/world.h"
+#include "athanor/ops/creation.h"
+#include "athanor/tensor/grad_mode.h"
+#include "ddp_state.h"
+
+namespace ath::dist {
+
+namespace detail {
+
+namespace {
+
+// Broadcasts every tensor from rank 0 (all submitted, then all awaited) as "<what> <name>".
+// Non-contiguous tensors go through a contiguous copy.
+void broadcast_from_rank0(Communicator& comm, const nn::NamedTensors& tensors,
+                          const std::string& what) {
+  std::vector<std::pair<Tensor, Tensor>> staged;  // (destination, contiguous buffer)
+  std::vector<Work> works;
+  for (const auto& entry : tensors) {
+    const Tensor& t = entry.second;
+    if (!t.defined()) continue;
+    Tensor buffer = t.is_contiguous() ? t : t.contiguous();
+    works.push_back(comm.broadcast(buffer, 0, what + " " + entry.first));
+    staged.emplace_back(t, buffer);
+  }
+  for (const Work& w : works) w.wait();
+  NoGradGuard no_grad;
+  for (auto& [dst, buffer] : staged) {
+    if (!dst.is_same(buffer)) dst.copy_(buffer);
+    dst.bump_version();
+  }
+}
+
+}  // namespace
+
+DDPState::DDPState(nn::Module& m, DDPOptions o, Communicator& c)
+    : module(m),
+      options(o),
+      comm(c),
+      single(c.world_size() == 1),
+      timeline(o.timeline_steps, c.rank()) {
+  // The trained parameters, each once (a tensor registered under two names is one parameter).
+  std::set<const TensorImpl*> seen;
+  std::vector<BucketParam> sizes;
+  for (auto& [name, p] : module.named_parameters()) {
+    if (!p.defined() || !p.requires_grad() || !seen.insert(p.impl()).second) continue;
+    ATH_CHECK(p.dtype() == kFloat32 || p.dtype() == kFloat64, DTypeError,
+              "DistributedDataParallel: parameter '{}' is {}; gradients are all-reduced in "
+              "float32 or float64 (keep the weights in float32 and use a mixed precision)",
+              name, dtype_name(p.dtype()));
+    params.push_back({.name = name, .param = p});
+    sizes.push_back({.numel = p.numel(), .dtype = p.dtype()});
+  }
+  const auto assignment =
+      assign_buckets(sizes, {.bucket_cap_bytes = options.bucket_cap_bytes,
+                             .first_bucket_cap_bytes = options.first_bucket_cap_bytes});
+  for (const auto& members : assignment) {
+    DDPBucket bucket;
+    DDPBucketInfo description;
+    const int64_t b = static_cast<int64_t>(buckets.size());
+    description.dtype = params[static_cast<std::size_t>(members.front())].param.dtype();
+    for (int64_t i : members) {
+      DDPParam& p = params[static_cast<std::size_t>(i)];
+      p.bucket = b;
+      p.offset = description.numel;
+      description.numel += p.param.numel();
+      description.names.push_back(p.name);
+    }
+    description.bytes = description.numel * static_cast<int64_t>(element_size(description.dtype));
+    bucket.members = members;
+    if (!single) bucket.flat = zeros({description.numel}, description.dtype);
+    buckets.push_back(std::move(bucket));
+    info.push_back(std::move(description));
+  }
+}
+
+}  // namespace detail
+
+DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) {
+  Communicator& comm = options.communicator ? *options.communicator : world();
+  state_ = std::make_unique<detail::DDPState>(module, options, comm);
+  detail::DDPState* s = state_.get();
+  if (!s->single) {
+    detail::broadcast_from_rank0(comm, module.named_parameters(), "ddp parameter");
+    detail::broadcast_from_rank0(comm, module.named_buffers(), "ddp buffer");
+  }
+  for (std::size_t i = 0; i < s->params.size(); ++i) {
+    const auto index = static_cast<int64_t>(i);
+    s->params[i].hook = s->params[i].param.register_post_accumulate_grad_hook(
+        [s, index](const Tensor&) { s->on_gradient(index); });
+  }
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (auto& p : state_->params) {
+    if (p.hook >= 0) p.param.remove_hook(p.hook);
+  }
+  // In-flight all-reduces keep their flat buffers alive (Work holds them): nothing to wait for.
+}
+
+Tensor DistributedDataParallel::operator()(const Tensor& input) {
+  if (state_->options.broadcast_buffers) sync_buffers();
+  return state_->module(input);
+}
+
+nn::Module& DistributedDataParallel::module() const { return state_->module; }
+Communicator& DistributedDataParallel::communicator() const { return state_->comm; }
+const DDPOptions& DistributedDataParallel::options() const { return state_->options; }
+
+void DistributedDataParallel::sync_buffers() {
+  if (state_->single) return;
+  detail::broadcast_from_rank0(state_->comm, state_->module.named_buffers(), "ddp buffer");
+}
+
+void DistributedDataParallel::finish_gradient_sync() { state_->finish(); }
+
+DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
+    : ddp_(ddp), previous_(ddp.require_gradient_sync()) {
+  ddp_.set_require_gradient_sync(false);
+}
+
+DistributedDataParallel::NoSync::~NoSync() { ddp_.set_require_gradient_sync(previous_); }
+
+void DistributedDataParallel::set_require_gradient_sync(bool on) { state_->require_sync = on; }
+bool DistributedDataParallel::require_gradient_sync() const { return state_->require_sync; }
+
+const std::vector<DDPBucketInfo>& DistributedDataParallel::buckets() const { return state_->info; }
+const DDPTimeline& DistributedDataParallel::timeline() const { return state_->timeline; }
+DDPTimeline& DistributedDataParallel::timeline() { return state_->timeline; }
+
+}  // namespace ath::dist
