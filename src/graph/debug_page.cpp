@@ -6,35 +6,12 @@
 
 #include <algorithm>
 
+#include "athanor/core/xml_escape.h"
 #include "athanor/ops/fused_pointwise.h"
 
 namespace ath::graph {
 
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 const char* colour(MemoryCategory c) {
   return c == MemoryCategory::Workspace ? "#e4a33a" : "#4f86c6";
@@ -64,7 +41,7 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan) {
         "stroke=\"white\" stroke-width=\"0.5\"><title>{}, {} bytes at offset {}</title></rect>\n",
         left + b.first * x_of, top + static_cast<double>(b.offset) * y_of,
         std::max(1.0, (b.last - b.first + 1) * x_of),
-        std::max(1.0, static_cast<double>(b.bytes) * y_of), colour(b.category), escape(what),
+        std::max(1.0, static_cast<double>(b.bytes) * y_of), colour(b.category), xml_escape(what),
         b.bytes, b.offset);
   }
   s += fmt::format(
@@ -85,7 +62,7 @@ std::string debug_page(const Graph& g, const PassReport& report, const MemoryPla
       "<th>nodes after</th></tr>\n";
   s += fmt::format("<tr><td>traced</td><td></td><td>{}</td></tr>\n", report.nodes_before);
   for (const auto& e : report.passes)
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(e.name), e.changed,
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", xml_escape(e.name), e.changed,
                      e.nodes_after);
   s += "</table>\n<h2>Fusion groups</h2>\n<ul>\n";
   int groups = 0;
@@ -95,17 +72,17 @@ std::string debug_page(const Graph& g, const PassReport& report, const MemoryPla
     ++groups;
     const auto* attrs = static_cast<const FusedPointwiseAttrs*>(n.attrs.get());
     s += fmt::format("<li>node {}: <code>{}</code></li>\n", k,
-                     escape(PointwiseProgram::decode(attrs->code).to_string()));
+                     xml_escape(PointwiseProgram::decode(attrs->code).to_string()));
   }
   if (groups == 0) s += "<li>none</li>\n";
   s += "</ul>\n<h2>Memory plan</h2>\n<p>Arena use over the schedule: one rectangle per buffer "
        "(blue: activations and saved tensors, orange: kernel workspace); hover for its value."
        "</p>\n";
   s += memory_plan_svg(g, plan);
-  s += "<pre>" + escape(plan.report()) + "</pre>\n<h2>The graph after each stage</h2>\n";
+  s += "<pre>" + xml_escape(plan.report()) + "</pre>\n<h2>The graph after each stage</h2>\n";
   for (const auto& [name, text] : stages)
-    s += fmt::format("<details><summary>{}</summary><pre>{}</pre></details>\n", escape(name),
-                     escape(text));
+    s += fmt::format("<details><summary>{}</summary><pre>{}</pre></details>\n", xml_escape(name),
+                     xml_escape(text));
   return s + "</body></html>\n";
 }
 

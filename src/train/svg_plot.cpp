@@ -48,33 +48,6 @@ std::vector<Point> thin(const std::vector<Point>& pts, std::size_t max_points) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 PlotArea plot_area(const PlotOptions& o) {
   return {64.0, 32.0, static_cast<double>(o.width) - 16.0, static_cast<double>(o.height) - 44.0};
 }

@@ -12,6 +12,7 @@
 #include "athanor/nn/sequential.h"
 #include "athanor/optim/adam.h"
 #include "athanor/optim/sgd.h"
+#include "graph_test_util.h"
 
 namespace ath {
 namespace {
@@ -53,17 +54,9 @@ void expect_same_training(MakeOpt make_opt, double dropout, int steps, CompileSt
   auto compiled_model = make_mlp(7, dropout);
   auto eager_opt = make_opt(*eager_model);
   auto compiled_opt = make_opt(*compiled_model);
-  auto step_of = [](nn::Module& model, optim::Optimizer& opt) {
-    return [&model, &opt](const Tensor& x, const Tensor& y) {
-      opt.zero_grad();
-      Tensor loss = cross_entropy(model(x), y);
-      loss.backward();
-      opt.step();
-      return loss;
-    };
-  };
-  auto eager_step = step_of(*eager_model, *eager_opt);
-  auto compiled_step = compile(step_of(*compiled_model, *compiled_opt));
+  auto eager_step = graph::test_util::classification_step(*eager_model, *eager_opt);
+  auto compiled_step =
+      compile(graph::test_util::classification_step(*compiled_model, *compiled_opt));
   for (int i = 0; i < steps; ++i) {
     const Batch b = batch(8, static_cast<uint64_t>(i));
     manual_seed(50 + i);
@@ -215,17 +208,8 @@ TEST(Compile, LoadingOptimizerStateRetracesInsteadOfReplayingStaleState) {
   auto eager_model = make_mlp(5), compiled_model = make_mlp(5);
   optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  auto step_of = [](nn::Module& model, optim::Optimizer& opt) {
-    return [&model, &opt](const Tensor& x, const Tensor& y) {
-      opt.zero_grad();
-      Tensor loss = cross_entropy(model(x), y);
-      loss.backward();
-      opt.step();
-      return loss;
-    };
-  };
-  auto eager = step_of(*eager_model, eager_opt);
-  auto compiled = compile(step_of(*compiled_model, compiled_opt));
+  auto eager = graph::test_util::classification_step(*eager_model, eager_opt);
+  auto compiled = compile(graph::test_util::classification_step(*compiled_model, compiled_opt));
   optim::OptimizerState eager_snapshot, compiled_snapshot;
   for (int i = 0; i < 9; ++i) {
     if (i == 2) {

@@ -16,6 +16,7 @@
 #include "athanor/models/fashion.h"
 #include "athanor/ops/fused_pointwise.h"
 #include "athanor/optim/adam.h"
+#include "graph_test_util.h"
 #include "support/expect_error.h"
 
 namespace ath::graph {
@@ -160,16 +161,7 @@ TEST(FusePass, IntermediatesReadElsewhereOrWrittenInputsStopAGroup) {
   const ValueId y = h.add_argument({{8}, kFloat32});
   const ValueId p = h.add_state(ones({8}));
   const ValueId doubled = h.add_node(op_mul(), NoAttrs{}, {p, h.add_constant(full({}, 2.0))})[0];
-  const AlphaAttrs alpha{};
-  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {p, y}};
-  Value v{.meta = h.value(p).meta, .strides = h.value(p).strides};
-  v.node = static_cast<int32_t>(h.nodes.size());
-  v.version_of = p;
-  v.storage = p;
-  const ValueId p1 = h.add_value(v);
-  write.write = WriteKind::IntoSelf;
-  write.writes = {{p, p1}};
-  h.nodes.push_back(write);
+  test_util::add_into(h, p, y);
   h.outputs.push_back(h.add_node(op_neg(), NoAttrs{}, {doubled})[0]);
   verify(h);
   EXPECT_EQ(fuse_pointwise(h), 0);
@@ -332,17 +324,8 @@ TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
   compiled_model->load_state_dict(eager_model->state_dict());
   optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-3});
   optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-3});
-  auto step_of = [](nn::Module& m, optim::Optimizer& opt) {
-    return [&m, &opt](const Tensor& x, const Tensor& y) {
-      opt.zero_grad();
-      Tensor loss = cross_entropy(m(x), y);
-      loss.backward();
-      opt.step();
-      return loss;
-    };
-  };
-  auto eager = step_of(*eager_model, eager_opt);
-  auto compiled = compile(step_of(*compiled_model, compiled_opt));
+  auto eager = test_util::classification_step(*eager_model, eager_opt);
+  auto compiled = compile(test_util::classification_step(*compiled_model, compiled_opt));
   for (int i = 0; i < 4; ++i) {
     const Tensor x = randn({4, 1, 28, 28}), y = randint(0, 10, {4});
     EXPECT_EQ(bits(eager(x, y)), bits(compiled(x, y))) << "step " << i;
@@ -364,14 +347,7 @@ TEST(FusePass, W4StepCompilesToABoundedNumberOfKernels) {
   manual_seed(4);
   models::CharTransformer model;
   optim::AdamW opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.01});
-  auto step = compile([&](const Tensor& x, const Tensor& y) {
-    opt.zero_grad();
-    Tensor out = model(x);
-    Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}));
-    loss.backward();
-    opt.step();
-    return loss;
-  });
+  auto step = compile(test_util::classification_step(model, opt));
   const Tensor x = randint(0, 256, {2, 16}), y = randint(0, 256, {2, 16});
   for (int i = 0; i < 4; ++i) step(x, y);
   ASSERT_NE(step.graph(), nullptr);

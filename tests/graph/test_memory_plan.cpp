@@ -17,6 +17,7 @@
 #include "athanor/models/fashion.h"
 #include "athanor/optim/adam.h"
 #include "athanor/optim/sgd.h"
+#include "graph_test_util.h"
 #include "support/expect_error.h"
 
 namespace ath::graph {
@@ -78,15 +79,8 @@ template <class Model, class Opt>
 const MemoryPlan& plan_of_training(
     Model& model, Opt& opt, const Tensor& x, const Tensor& y,
     std::optional<Compiled<std::function<Tensor(const Tensor&, const Tensor&)>>>& holder) {
-  std::function<Tensor(const Tensor&, const Tensor&)> step = [&model, &opt](const Tensor& a,
-                                                                            const Tensor& b) {
-    opt.zero_grad();
-    Tensor out = model(a);
-    Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), b.reshape({-1}));
-    loss.backward();
-    opt.step();
-    return loss;
-  };
+  std::function<Tensor(const Tensor&, const Tensor&)> step =
+      test_util::classification_step(model, opt);
   holder.emplace(step, CompileOptions{});       // verify (default): check_plan on every graph
   for (int i = 0; i < 4; ++i) (*holder)(x, y);  // state made at call 1: calls 2, 3 agree
   EXPECT_EQ(holder->stats().replays, 1);
@@ -159,15 +153,7 @@ TEST(CompileDebug, WritesEachStageAndAPageWithTheArenaPicture) {
   manual_seed(2);
   auto model = models::fashion_cnn();
   optim::SGD opt(model->parameters(), {.lr = 0.01});
-  auto step = compile(
-      [&](const Tensor& x, const Tensor& y) {
-        opt.zero_grad();
-        Tensor loss = cross_entropy((*model)(x), y);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
-      {.debug_dir = dir.string()});
+  auto step = compile(test_util::classification_step(*model, opt), {.debug_dir = dir.string()});
   const Tensor x = randn({2, 1, 28, 28}), y = randint(0, 10, {2});
   for (int i = 0; i < 3; ++i) step(x, y);
   ASSERT_EQ(step.stats().replays, 1);

@@ -6,6 +6,7 @@
 #include "athanor/graph/executor.h"
 #include "athanor/graph/passes.h"
 #include "athanor/graph/verify.h"
+#include "graph_test_util.h"
 #include "support/expect_error.h"
 
 namespace ath::graph {
@@ -36,16 +37,7 @@ TEST(GraphPasses, DeadCodeEliminationKeepsWritesAndRandomDraws) {
   const ValueId x = g.add_argument({{3}, kFloat32});
   const ValueId p = g.add_state(zeros({3}));
   // An in-place write into state: its new version is read by nothing, and it stays.
-  const AlphaAttrs alpha{};
-  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {p, x}};
-  Value v{.meta = g.value(p).meta, .strides = g.value(p).strides};
-  v.node = 0;
-  v.version_of = p;
-  v.storage = p;
-  const ValueId p1 = g.add_value(v);
-  write.write = WriteKind::IntoSelf;
-  write.writes = {{p, p1}};
-  g.nodes.push_back(write);
+  test_util::add_into(g, p, x);
   g.add_node(op_philox_seed_offset(), PhiloxDrawAttrs{.words = 4}, {});
   g.outputs.push_back(x);
   verify(g);
@@ -76,16 +68,7 @@ TEST(GraphPasses, CommonSubexpressionsStayApartAcrossAWriteToTheirInput) {
   const ValueId s = g.add_state(ones({3}));
   const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, s})[0];
   // s += x, in place, between the two reads.
-  const AlphaAttrs alpha{};
-  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {s, x}};
-  Value v{.meta = g.value(s).meta, .strides = g.value(s).strides};
-  v.node = 1;
-  v.version_of = s;
-  v.storage = s;
-  const ValueId s1 = g.add_value(v);
-  write.write = WriteKind::IntoSelf;
-  write.writes = {{s, s1}};
-  g.nodes.push_back(write);
+  test_util::add_into(g, s, x);
   // The same op on the same *value* %1, but its buffer was written since.
   const NoAttrs none{};
   Node again{.op = &op_mul(), .attrs = op_mul().clone_attrs(&none), .inputs = {x, s}};
@@ -175,16 +158,7 @@ TEST(GraphPasses, SimplifyLeavesWhatIsNotAnIdentity) {
   // x * 1 read after a write to x: the product holds x's old contents.
   const ValueId p = g.add_state(ones({3}));
   const ValueId kept = g.add_node(op_mul(), NoAttrs{}, {p, one})[0];
-  const AlphaAttrs alpha{};
-  Node write{.op = &op_add(), .attrs = op_add().clone_attrs(&alpha), .inputs = {p, x}};
-  Value v{.meta = g.value(p).meta, .strides = g.value(p).strides};
-  v.node = static_cast<int32_t>(g.nodes.size());
-  v.version_of = p;
-  v.storage = p;
-  const ValueId p1 = g.add_value(v);
-  write.write = WriteKind::IntoSelf;
-  write.writes = {{p, p1}};
-  g.nodes.push_back(write);
+  test_util::add_into(g, p, x);
   g.outputs.push_back(g.add_node(op_exp(), NoAttrs{}, {kept})[0]);
   verify(g);
   EXPECT_EQ(simplify(g), 0);

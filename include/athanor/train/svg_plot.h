@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "athanor/core/xml_escape.h"
+
 namespace ath::train {
 
 struct PlotSeries {
@@ -64,7 +66,6 @@ class AxisScale {
 std::pair<double, double> data_range(const std::vector<const std::vector<double>*>& values,
                                      bool log);
 
-// Escapes & < > " ' for HTML/XML text and attributes.
-std::string xml_escape(const std::string& s);
+using ath::xml_escape;  // core/xml_escape.h
 
 }  // namespace ath::train
