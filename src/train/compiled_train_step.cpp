@@ -48,11 +48,7 @@ std::vector<Tensor> CompiledTrainStep::eager_step(const data::Batch& batch, bool
     graph::Tracer::fail_active("training_step returned no loss for this batch");
     return {};
   }
-  ATH_CHECK(loss.numel() == 1, ShapeError,
-            "Trainer: training_step must return a one-element loss, got shape {}", loss.shape());
-  ATH_CHECK(loss.requires_grad(), AutogradError,
-            "Trainer: the loss training_step returned does not require grad (was it computed "
-            "under NoGradGuard, or from detached tensors?)");
+  runner_.check_loss(loss);
   runner_.backward(loss, first ? 0 : 1, accumulate);
   if (step) runner_.optimizer_step();
 

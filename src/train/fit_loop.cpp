@@ -216,48 +216,39 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
   ATH_TRAINER_HOOK(on_train_batch_start, batch, batch_idx);
   Tensor loss;
   if (compiled_step_ && module_->automatic_optimization()) {
-    // The whole step, compiled (compiled_train_step.h): it zeroes, backpropagates and steps
-    // as the branch below does.
+    // The whole step, compiled (compiled_train_step.h): it checks the loss, zeroes,
+    // backpropagates and steps as the branch below does.
     const bool step = accumulated_ + 1 >= accumulate_ || is_last_batch_;
     loss = compiled_step_->run(batch, batch_idx, accumulated_, accumulate_, step);
     if (loss.defined()) {
       accumulated_ = step ? 0 : accumulated_ + 1;
       if (step) count_optimizer_step();
     }
-    batches_done_ = batch_idx + 1;
-    in_batch_ = false;
-    ATH_TRAINER_HOOK(on_train_batch_end, loss, batch, batch_idx);
-    log_scope_ = LogScope::Other;
-    return;
-  }
-  loss = run_module_step("training_step", batch_idx, train_.get(),
-                         [&] { return step_runner_->training_step(batch, batch_idx); });
-
-  if (module_->automatic_optimization() && loss.defined()) {
-    ATH_CHECK(loss.numel() == 1, ShapeError,
-              "Trainer: training_step must return a one-element loss, got shape {}", loss.shape());
-    ATH_CHECK(loss.requires_grad(), AutogradError,
-              "Trainer: the loss training_step returned does not require grad (was it computed "
-              "under NoGradGuard, or from detached tensors?)");
-    if (options_.detect_anomaly) {
-      const double v = loss.item<double>();
-      ATH_CHECK(std::isfinite(v), AutogradError,
-                "Trainer (detect_anomaly): training_step returned a non-finite loss ({}) at "
-                "epoch {}, batch {}",
-                v, epoch_, batch_idx);
+  } else {
+    loss = run_module_step("training_step", batch_idx, train_.get(),
+                           [&] { return step_runner_->training_step(batch, batch_idx); });
+    if (module_->automatic_optimization() && loss.defined()) {
+      step_runner_->check_loss(loss);
+      if (options_.detect_anomaly) {
+        const double v = loss.item<double>();
+        ATH_CHECK(std::isfinite(v), AutogradError,
+                  "Trainer (detect_anomaly): training_step returned a non-finite loss ({}) at "
+                  "epoch {}, batch {}",
+                  v, epoch_, batch_idx);
+      }
+      strategy_->before_backward(accumulated_ + 1 >= accumulate_ || is_last_batch_);
+      step_runner_->backward(loss, accumulated_, accumulate_);
+      ++accumulated_;
+      if (accumulated_ >= accumulate_ || is_last_batch_) {
+        optimizer_step();
+        accumulated_ = 0;
+      }
+    } else if (!module_->automatic_optimization()) {
+      // Manual optimization: the module steps its optimizer itself; Lightning counts those
+      // steps, athanor counts one per training batch.
+      ++global_step_;
+      step_schedulers(SchedulerInterval::Step);
     }
-    strategy_->before_backward(accumulated_ + 1 >= accumulate_ || is_last_batch_);
-    step_runner_->backward(loss, accumulated_, accumulate_);
-    ++accumulated_;
-    if (accumulated_ >= accumulate_ || is_last_batch_) {
-      optimizer_step();
-      accumulated_ = 0;
-    }
-  } else if (!module_->automatic_optimization()) {
-    // Manual optimization: the module steps its optimizer itself; Lightning counts those
-    // steps, athanor counts one per training batch.
-    ++global_step_;
-    step_schedulers(SchedulerInterval::Step);
   }
   batches_done_ = batch_idx + 1;
   in_batch_ = false;  // the batch is complete: checkpoints from here on resume after it

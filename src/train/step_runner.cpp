@@ -48,6 +48,14 @@ Tensor StepRunner::training_step(const data::Batch& batch, int64_t batch_idx) {
   return precision.forward([&] { return module_.training_step(input, batch_idx); });
 }
 
+void StepRunner::check_loss(const Tensor& loss) const {
+  ATH_CHECK(loss.numel() == 1, ShapeError,
+            "Trainer: training_step must return a one-element loss, got shape {}", loss.shape());
+  ATH_CHECK(loss.requires_grad(), AutogradError,
+            "Trainer: the loss training_step returned does not require grad (was it computed "
+            "under NoGradGuard, or from detached tensors?)");
+}
+
 void StepRunner::backward(const Tensor& loss, int64_t position, int64_t accumulate) {
   if (position == 0) {
     if (hooks_.on_before_zero_grad) hooks_.on_before_zero_grad(optimizer_);

@@ -39,6 +39,9 @@ class StepRunner {
 
   // training_step through the precision plugin's forward.
   Tensor training_step(const data::Batch& batch, int64_t batch_idx);
+  // What automatic optimization needs of training_step's loss: one element, with a gradient
+  // path. Throws ShapeError / AutogradError saying what is wrong.
+  void check_loss(const Tensor& loss) const;
   // Backpropagates micro-batch `position` (0-based) of a window of `accumulate`: zeroes the
   // gradients first when position is 0, and backpropagates loss / accumulate.
   void backward(const Tensor& loss, int64_t position, int64_t accumulate);
