@@ -62,7 +62,10 @@ std::vector<Tensor> CompiledTrainStep::eager_step(const data::Batch& batch, bool
   }
   std::vector<Tensor> outputs{loss.detach()};
   for (const CapturedLog& l : capture_) outputs.push_back(l.value);
-  logs_by_key_[batch_key(batch, first, accumulate, step)] = capture_;
+  // A replay needs the names and options, in order; the values come from the graph's outputs.
+  std::vector<CapturedLog>& logs = logs_by_key_[batch_key(batch, first, accumulate, step)];
+  logs = capture_;
+  for (CapturedLog& l : logs) l.value = Tensor();
   return outputs;
 }
 

@@ -56,7 +56,8 @@ class CompiledTrainStep {
   bool ran_eagerly_ = false;  // the call in flight ran the step function (traced or eager)
   bool hooks_overridden_ = false;
   std::vector<CapturedLog> capture_;
-  // The names and options each key's step logs, in order (its graph's outputs after the loss).
+  // The names and options each key's step logs, in order (its graph's outputs after the loss;
+  // values are not kept).
   std::map<std::string, std::vector<CapturedLog>> logs_by_key_;
   Compiled<StepFn> compiled_;
 };

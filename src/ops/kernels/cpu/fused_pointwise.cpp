@@ -111,9 +111,12 @@ void fused_pointwise_kernel(TensorSpan in, std::span<Tensor> out, const FusedPoi
   const std::size_t result_bytes = dtype_bytes(result.dtype());
 
   parallel_for(0, n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
-    // Per chunk: scalar inputs expanded to a block once, then one scratch block per step.
-    std::vector<float> scratch(static_cast<std::size_t>((num_inputs + num_steps) * kBlock));
-    std::vector<void*> regs(static_cast<std::size_t>(num_inputs + num_steps));
+    // Per chunk: scalar inputs expanded to a block once, then one scratch block per step. The
+    // scratch is the thread's, kept between calls: no allocation per replayed kernel.
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<void*> regs;
+    scratch.resize(static_cast<std::size_t>((num_inputs + num_steps) * kBlock));
+    regs.resize(static_cast<std::size_t>(num_inputs + num_steps));
     auto block_of = [&](int64_t r) { return scratch.data() + r * kBlock; };
     for (int64_t i = 0; i < num_inputs; ++i) {
       const Tensor& t = inputs[static_cast<std::size_t>(i)];
