@@ -144,7 +144,8 @@ struct CompiledStep::Impl {
     }
     ++dumps;
     p->graph = std::move(g);
-    p->executor = std::make_unique<Executor>(p->graph);
+    p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory)
+                                : std::make_unique<Executor>(p->graph);
     ++stats.graphs;
     stats.pass_seconds += seconds_since(t0);
     return p;
@@ -170,6 +171,9 @@ const Graph* CompiledStep::last_graph() const {
 }
 const MemoryPlan* CompiledStep::last_memory_plan() const {
   return impl_->last ? &impl_->last->memory : nullptr;
+}
+const Executor* CompiledStep::last_executor() const {
+  return impl_->last ? impl_->last->executor.get() : nullptr;
 }
 const PassReport* CompiledStep::last_report() const {
   return impl_->last ? &impl_->last->report : nullptr;

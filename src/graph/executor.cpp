@@ -5,10 +5,23 @@
 #include <limits>
 
 #include "athanor/core/error.h"
+#include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/tensor/grad_mode.h"
 
 namespace ath::graph {
+
+namespace {
+
+// Releases the arena for the next run when a run ends, thrown or not.
+struct ArenaClaim {
+  std::atomic<bool>* busy = nullptr;
+  ~ArenaClaim() {
+    if (busy != nullptr) busy->store(false, std::memory_order_release);
+  }
+};
+
+}  // namespace
 
 Executor::Executor(const Graph& graph) : graph_(graph), release_after_(graph.nodes.size()) {
   constexpr int kKeep = std::numeric_limits<int>::max();
@@ -24,6 +37,112 @@ Executor::Executor(const Graph& graph) : graph_(graph), release_after_(graph.nod
     if (k >= 0 && k != kKeep && graph.values[v].origin == ValueOrigin::Node)
       release_after_[static_cast<std::size_t>(k)].push_back(static_cast<ValueId>(v));
   }
+}
+
+Executor::Executor(const Graph& graph, const MemoryPlan& plan) : Executor(graph) {
+  // The arena is host memory: a graph with values elsewhere runs without it.
+  for (const Value& v : graph.values)
+    if (v.meta.device.type != DeviceType::CPU) return;
+  node_memory_.resize(graph.nodes.size());
+  for (const MemoryPlan::Buffer& b : plan.buffers) {
+    NodeMemory& m = node_memory_[static_cast<std::size_t>(b.first)];
+    if (b.value == kNoValue) {
+      m.workspace_offset = b.offset;
+      m.workspace_bytes = b.bytes;
+    } else {
+      const Value& v = graph.value(b.value);
+      ATH_CHECK(v.origin == ValueOrigin::Node && v.node == b.first, ValueError,
+                "graph executor: the memory plan places %{} at node {}, but node {} made it",
+                b.value, b.first, v.node);
+      m.outputs.emplace_back(v.output, b.offset);
+    }
+  }
+  arena_bytes_ = plan.arena_bytes;
+}
+
+Tensor Executor::arena_slice(int64_t offset, const TensorMeta& meta) const {
+  auto* base = static_cast<std::byte*>(arena_.data_ptr()) + offset;
+  const auto bytes = static_cast<std::size_t>(numel(meta.shape)) * element_size(meta.dtype);
+  // Each slice is a storage of its own, as an allocated buffer would be (kernels that compare
+  // storages see distinct buffers); it keeps the arena alive should it ever outlive the run.
+  auto storage = StorageImpl::wrap(
+      base, bytes, [keep = arena_.impl_ptr()](void*) {}, meta.device);
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), meta.shape,
+                                             contiguous_strides(meta.shape), 0, meta.dtype));
+}
+
+void Executor::run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Tensor>& inputs,
+                        bool use_arena, RunStats& stats) const {
+  const Graph& g = graph_;
+  const Node& n = g.nodes[k];
+  inputs.clear();
+  for (ValueId in : n.inputs) inputs.push_back(slot[static_cast<std::size_t>(in)]);
+  std::shared_ptr<const void> fresh;
+  const void* attrs = n.attrs.get();
+  if (n.attr_source) {
+    fresh = n.attr_source();
+    attrs = fresh.get();
+  }
+  if (n.write == WriteKind::IntoSelf) {
+    Tensor target = inputs[0];
+    // The kernel writes the target directly (as call_inplace does without autograd) unless
+    // another input shares its memory: then the result is computed first and copied in.
+    bool aliased = false;
+    for (std::size_t i = 1; i < inputs.size(); ++i)
+      aliased = aliased || inputs[i].shares_storage(target);
+    if (aliased) {
+      Outputs out = n.op->run(TensorSpan(inputs), attrs);
+      detail::copy_into(target, out[0]);
+    } else {
+      n.op->run_inplace(target, TensorSpan(inputs), attrs);
+    }
+    slot[static_cast<std::size_t>(n.writes[0].second)] = target;
+    return;
+  }
+  Outputs out;
+  if (use_arena && n.op->kind != OpKind::View) {
+    const NodeMemory& m = node_memory_[k];
+    out.resize(n.outputs.size());
+    for (const auto& [i, offset] : m.outputs)
+      out[static_cast<std::size_t>(i)] =
+          arena_slice(offset, g.value(n.outputs[static_cast<std::size_t>(i)]).meta);
+    stats.arena_buffers += static_cast<int64_t>(m.outputs.size()) + (m.workspace_bytes > 0);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (out[i].defined()) continue;
+      const TensorMeta& meta = g.value(n.outputs[i]).meta;
+      out[i] = empty(meta.shape, meta.dtype, meta.device);
+      ++stats.allocated_buffers;
+    }
+    std::span<std::byte> workspace;
+    if (m.workspace_bytes > 0)
+      workspace =
+          std::span<std::byte>(static_cast<std::byte*>(arena_.data_ptr()) + m.workspace_offset,
+                               static_cast<std::size_t>(m.workspace_bytes));
+    try {
+      n.op->run_into(TensorSpan(inputs), std::span<Tensor>(out.data(), out.size()), attrs,
+                     workspace);
+    } catch (Error& e) {
+      e.prepend(fmt::format("graph executor: node {} ({}): ", k, n.op->name));
+      throw;
+    }
+  } else {
+    out = n.op->run(TensorSpan(inputs), attrs);
+    if (n.op->kind != OpKind::View) stats.allocated_buffers += static_cast<int64_t>(out.size());
+    for (std::size_t i = 0; i < n.outputs.size(); ++i) {
+      const Value& v = g.value(n.outputs[i]);
+      ATH_CHECK(i < out.size() && out[i].shape() == v.meta.shape && out[i].dtype() == v.meta.dtype,
+                ValueError,
+                "graph executor: node {} ({}) made {} where the trace recorded {} (a shape that "
+                "depends on the data cannot be replayed)",
+                k, n.op->name,
+                i < out.size() ? type_string({out[i].shape(), out[i].dtype()}) : "nothing",
+                type_string(v.meta));
+    }
+  }
+  for (std::size_t i = 0; i < n.outputs.size(); ++i)
+    slot[static_cast<std::size_t>(n.outputs[i])] = std::move(out[i]);
+  for (const auto& [from, to] : n.writes)
+    slot[static_cast<std::size_t>(to)] = slot[static_cast<std::size_t>(from)];
 }
 
 std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
@@ -47,40 +166,18 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
       slot[v] = g.constants[static_cast<std::size_t>(g.values[v].index)];
   }
 
+  // One run at a time owns the arena and the stats; a concurrent one runs without them.
+  ArenaClaim claim;
+  const bool exclusive = !arena_busy_.exchange(true, std::memory_order_acquire);
+  if (exclusive) claim.busy = &arena_busy_;
+  const bool use_arena = exclusive && !node_memory_.empty();
+  if (use_arena && !arena_.defined()) arena_ = empty({arena_bytes_}, kUInt8);
+  RunStats stats{.used_arena = use_arena};
   NoGradGuard no_grad;                // the backward is in the graph already
   detail::AutocastPause no_autocast;  // so are the casts
   std::vector<Tensor> inputs;
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& n = g.nodes[k];
-    inputs.clear();
-    for (ValueId in : n.inputs) inputs.push_back(slot[static_cast<std::size_t>(in)]);
-    std::shared_ptr<const void> fresh;
-    const void* attrs = n.attrs.get();
-    if (n.attr_source) {
-      fresh = n.attr_source();
-      attrs = fresh.get();
-    }
-    Outputs out = n.op->run(TensorSpan(inputs), attrs);
-    if (n.write == WriteKind::IntoSelf) {
-      Tensor target = inputs[0];
-      detail::copy_into(target, out[0]);
-      slot[static_cast<std::size_t>(n.writes[0].second)] = target;
-    } else {
-      for (std::size_t i = 0; i < n.outputs.size(); ++i) {
-        const Value& v = g.value(n.outputs[i]);
-        ATH_CHECK(
-            i < out.size() && out[i].shape() == v.meta.shape && out[i].dtype() == v.meta.dtype,
-            ValueError,
-            "graph executor: node {} ({}) made {} where the trace recorded {} (a shape that "
-            "depends on the data cannot be replayed)",
-            k, n.op->name,
-            i < out.size() ? type_string({out[i].shape(), out[i].dtype()}) : "nothing",
-            type_string(v.meta));
-        slot[static_cast<std::size_t>(n.outputs[i])] = std::move(out[i]);
-      }
-      for (const auto& [from, to] : n.writes)
-        slot[static_cast<std::size_t>(to)] = slot[static_cast<std::size_t>(from)];
-    }
+    run_node(k, slot, inputs, use_arena, stats);
     for (ValueId dead : release_after_[k]) slot[static_cast<std::size_t>(dead)] = Tensor();
   }
   for (const GradBinding& b : g.grads)
@@ -89,6 +186,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   std::vector<Tensor> results;
   results.reserve(g.outputs.size());
   for (ValueId o : g.outputs) results.push_back(slot[static_cast<std::size_t>(o)]);
+  if (exclusive) last_run_ = stats;
   return results;
 }
 

@@ -1,6 +1,8 @@
 // The non-template half of the dispatcher and of autograd recording.
 #include "athanor/ops/dispatch.h"
 
+#include <fmt/format.h>
+
 #include "athanor/ops/accumulate_grad.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
@@ -34,6 +36,27 @@ Outputs allocate_outputs(OutputSpec& spec, Device device) {
     out.push_back(empty(m.shape, m.dtype, device));
   }
   return out;
+}
+
+void check_provided_outputs(const OutputSpec& spec, Device device,
+                            std::span<const Tensor> outputs) {
+  ATH_CHECK(outputs.size() == spec.outputs.size(), ValueError,
+            "the op makes {} outputs, {} buffers were provided for them", spec.outputs.size(),
+            outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& o = outputs[i];
+    const TensorMeta& m = spec.outputs[i];
+    ATH_CHECK(
+        o.defined() && o.shape() == m.shape && o.dtype() == m.dtype && o.device() == device &&
+            o.is_contiguous(),
+        ValueError,
+        "the shape rule makes output {} a contiguous {} {} on {}, but the buffer provided for "
+        "it is {} (a replay of a graph whose shapes depend on the data gets this)",
+        i, m.dtype, m.shape, to_string(device),
+        o.defined() ? fmt::format("{} {} on {}{}", o.dtype(), o.shape(), to_string(o.device()),
+                                  o.is_contiguous() ? "" : " (strided)")
+                    : std::string("undefined"));
+  }
 }
 
 TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<Tensor>& storage) {
@@ -72,6 +95,20 @@ thread_local std::span<std::byte> t_workspace;
 }  // namespace
 
 WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device) : previous_(t_workspace) {
+  if (bytes == 0) {
+    t_workspace = {};
+    return;
+  }
+  buffer_ = empty({static_cast<int64_t>(bytes)}, kUInt8, device);
+  t_workspace = std::span<std::byte>(static_cast<std::byte*>(buffer_.data_ptr()), bytes);
+}
+
+WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device, std::span<std::byte> provided)
+    : previous_(t_workspace) {
+  if (bytes > 0 && provided.size() >= bytes) {
+    t_workspace = provided.first(bytes);
+    return;
+  }
   if (bytes == 0) {
     t_workspace = {};
     return;

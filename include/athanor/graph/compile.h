@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "athanor/data/batch.h"
+#include "athanor/graph/executor.h"
 #include "athanor/graph/graph.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/passes.h"
@@ -65,6 +66,10 @@ namespace ath {
 struct CompileOptions {
   std::vector<std::string> disable_passes;  // graph::pass_names(): "fold", "cse", "dce"
   bool verify = true;                       // run the graph verifier after every pass
+  // Replays place every planned buffer (activations, saved tensors, kernel workspaces) in the
+  // memory plan's arena, allocated once per graph; false allocates them as eager execution
+  // does (through the caching allocator).
+  bool arena = true;
   // Consecutive traces of one key that disagree before the key runs eagerly for good.
   int max_unstable_traces = 4;
   // Where to write each compiled graph (after tracing and after each pass, as text and
@@ -109,6 +114,7 @@ class CompiledStep {
   const Graph* last_graph() const;
   const PassReport* last_report() const;
   const MemoryPlan* last_memory_plan() const;
+  const Executor* last_executor() const;
 
  private:
   struct Impl;
@@ -204,6 +210,8 @@ class Compiled {
   const graph::PassReport* pass_report() const { return core_.last_report(); }
   // That graph's memory plan (graph/memory_plan.h): bytes by category and the arena's peak.
   const graph::MemoryPlan* memory_plan() const { return core_.last_memory_plan(); }
+  // The executor that ran that graph: its arena and what its last run allocated.
+  const graph::Executor* executor() const { return core_.last_executor(); }
 
  private:
   F fn_;

@@ -22,32 +22,68 @@
 //   learning rate), else from the record.
 // - A result whose shape differs from the recorded one (a data-dependent shape) throws a
 //   ValueError naming the node: never a silently different computation.
-// - Each intermediate is released after its last use, so peak memory is what eager execution
-//   would hold; outputs and tensors assigned to gradients are kept.
+// - Each intermediate is released after its last use; outputs and tensors assigned to
+//   gradients are kept.
+// - With a memory plan (graph/memory_plan.h), every buffer the plan places in its arena is a
+//   slice of one block the executor allocates at its first run and keeps: a replay allocates
+//   no tensor memory but what outlives it (outputs, assigned gradients) and what kernels make
+//   internally. A run that finds the arena in use (the same executor called from two threads at
+//   once) allocates as without a plan.
 // - Afterwards each GradBinding assigns its value to the parameter's `.grad`.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <vector>
 
 #include "athanor/graph/graph.h"
+#include "athanor/graph/memory_plan.h"
 
 namespace ath::graph {
 
 class Executor {
  public:
   explicit Executor(const Graph& graph);
+  // Runs with the plan's arena; `plan` must be plan_memory(graph) (it is copied from).
+  Executor(const Graph& graph, const MemoryPlan& plan);
   std::vector<Tensor> run(std::span<const Tensor> arguments) const;
   std::vector<Tensor> run(std::initializer_list<Tensor> arguments) const {
     return run(std::span<const Tensor>(arguments.begin(), arguments.size()));
   }
   const Graph& graph() const { return graph_; }
 
+  // What the last run did with its buffers.
+  struct RunStats {
+    int64_t arena_buffers = 0;      // node outputs and workspaces placed in the arena
+    int64_t allocated_buffers = 0;  // node outputs allocated (outputs, gradients; or no arena)
+    bool used_arena = false;
+  };
+  RunStats last_run() const { return last_run_; }
+  // The arena's size (0 without a plan) and whether it has been allocated.
+  int64_t arena_bytes() const { return arena_bytes_; }
+  bool arena_allocated() const { return arena_.defined(); }
+
  private:
+  // Where a node's planned buffers go: (output index, arena offset) and its workspace.
+  struct NodeMemory {
+    std::vector<std::pair<int32_t, int64_t>> outputs;
+    int64_t workspace_offset = -1;
+    int64_t workspace_bytes = 0;
+  };
+  void run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Tensor>& inputs,
+                bool use_arena, RunStats& stats) const;
+  Tensor arena_slice(int64_t offset, const TensorMeta& meta) const;
+
   const Graph& graph_;
   // Per node: the values whose last reader it is (released after it runs).
   std::vector<std::vector<ValueId>> release_after_;
+  std::vector<NodeMemory> node_memory_;  // empty without a plan
+  int64_t arena_bytes_ = 0;
+  mutable Tensor arena_;
+  mutable std::atomic<bool> arena_busy_{false};
+  mutable RunStats last_run_;
 };
 
 }  // namespace ath::graph

@@ -23,8 +23,8 @@
 // - A kernel's workspace (OpDef::workspace_bytes) is a buffer live during its node only.
 // - Offsets: largest buffers first, each at the lowest 64-byte-aligned offset that overlaps no
 //   placed buffer whose lifetime intersects its own (first fit).
-// What the executor does with the plan is the next step: today it allocates through the caching
-// allocator as eager execution does, and the plan is the report and the peak estimate.
+// The executor (graph/executor.h) runs replays in the plan: it allocates the arena once and
+// hands each planned buffer to its kernel as a slice at the planned offset.
 #pragma once
 
 #include <cstdint>

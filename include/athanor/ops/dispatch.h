@@ -13,12 +13,14 @@
 // 5. if a tracer is installed, the call is appended to its graph.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "athanor/core/error.h"
 #include "athanor/ops/op.h"
 #include "athanor/tensor/grad_mode.h"
 
@@ -87,6 +89,9 @@ struct KernelScope {
 class WorkspaceScope {
  public:
   WorkspaceScope(std::size_t bytes, Device device);
+  // The kernel's workspace is `provided` (a planned arena slice) when it holds `bytes`, else
+  // allocated as above.
+  WorkspaceScope(std::size_t bytes, Device device, std::span<std::byte> provided);
   ~WorkspaceScope();
   WorkspaceScope(const WorkspaceScope&) = delete;
   WorkspaceScope& operator=(const WorkspaceScope&) = delete;
@@ -102,6 +107,9 @@ class WorkspaceScope {
 Device check_inputs(const OpDef& op, TensorSpan inputs);
 // Allocates the outputs on `device`, recording it in spec's metadata.
 Outputs allocate_outputs(OutputSpec& spec, Device device);
+// Checks that caller-allocated outputs (OpDef::run_into) are what the shape rule says: count,
+// shape, dtype, device, contiguity.
+void check_provided_outputs(const OutputSpec& spec, Device device, std::span<const Tensor> outputs);
 // Converts inputs selected by the op's promote mask to `dtype`; returns inputs unchanged (and
 // `storage` empty) when no conversion is needed.
 TensorSpan promote(const OpDef& op, TensorSpan inputs, DType dtype, std::vector<Tensor>& storage);
@@ -200,6 +208,31 @@ OutputSpec Op<A>::infer(TensorSpan inputs, const void* attrs) const {
 template <class A>
 Outputs Op<A>::run(TensorSpan inputs, const void* attrs) const {
   return call(*this, inputs, *static_cast<const A*>(attrs));
+}
+
+template <class A>
+void Op<A>::run_into(TensorSpan inputs, std::span<Tensor> outputs, const void* attrs,
+                     std::span<std::byte> workspace) const {
+  const A& a = *static_cast<const A*>(attrs);
+  try {
+    ATH_CHECK(spec_.view == nullptr, ValueError, "run_into: a view op has no kernel to run");
+    const Device device = detail::check_inputs(*this, inputs);
+    const OutputSpec out_spec = spec_.infer(inputs, a);
+    detail::check_provided_outputs(out_spec, device, outputs);
+    if (writes_inputs) detail::check_written_inputs(*this, inputs, attrs);
+    detail::KernelScope kernel_scope;
+    std::vector<Tensor> converted;
+    TensorSpan kernel_inputs = detail::promote(*this, inputs, out_spec.kernel_dtype, converted);
+    auto kernel = typed_kernel(device.type, out_spec.kernel_dtype);
+    if (kernel == nullptr) detail::missing_kernel(*this, device.type, out_spec.kernel_dtype);
+    detail::WorkspaceScope scope(spec_.workspace != nullptr ? spec_.workspace(kernel_inputs, a) : 0,
+                                 device, workspace);
+    kernel(kernel_inputs, outputs, a);
+    if (writes_inputs) detail::bump_written_inputs(*this, inputs, attrs);
+  } catch (Error& e) {
+    detail::add_context(e, *this);
+    throw;
+  }
 }
 
 // Runs fn, prefixing any ath::Error it throws with the op's name: for argument checks a public

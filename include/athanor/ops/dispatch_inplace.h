@@ -80,4 +80,9 @@ void call_inplace_without_autograd(const Op<A>& op, Tensor& self, TensorSpan inp
 
 }  // namespace detail
 
+template <class A>
+void Op<A>::run_inplace(Tensor& self, TensorSpan inputs, const void* attrs) const {
+  detail::call_inplace_without_autograd(*this, self, inputs, *static_cast<const A*>(attrs));
+}
+
 }  // namespace ath

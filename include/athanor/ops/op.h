@@ -40,6 +40,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -203,6 +204,16 @@ class OpDef {
   // call(): kernel, autograd recording and the observer, as the typed call.
   virtual OutputSpec infer(TensorSpan inputs, const void* attrs) const = 0;
   virtual Outputs run(TensorSpan inputs, const void* attrs) const = 0;
+  // The kernel alone, into outputs the caller allocated (contiguous, with the shapes and dtypes
+  // `infer` gives; a ValueError otherwise) and with `workspace` as its scratch when it holds at
+  // least workspace_bytes (else the call allocates its own): no autograd recording, no observer,
+  // no autocast. What a graph executor with a memory plan runs; not for view ops.
+  virtual void run_into(TensorSpan inputs, std::span<Tensor> outputs, const void* attrs,
+                        std::span<std::byte> workspace) const = 0;
+  // The op written into `self` (input 0, usually) without autograd, as call_inplace does under
+  // NoGradGuard: the kernel writes self directly when the op allows it, else the result is
+  // computed and copied in.
+  virtual void run_inplace(Tensor& self, TensorSpan inputs, const void* attrs) const = 0;
   // Whether a call with `num_inputs` inputs and these attributes writes input `input` in place
   // (always false unless writes_inputs). What a tracer needs to order and functionalize them.
   virtual bool mutates_input(int input, int num_inputs, const void* attrs) const = 0;
@@ -274,6 +285,9 @@ class Op : public OpDef {
   }
   OutputSpec infer(TensorSpan inputs, const void* attrs) const override;
   Outputs run(TensorSpan inputs, const void* attrs) const override;  // in dispatch.h
+  void run_into(TensorSpan inputs, std::span<Tensor> outputs, const void* attrs,
+                std::span<std::byte> workspace) const override;  // in dispatch.h
+  void run_inplace(Tensor& self, TensorSpan inputs, const void* attrs) const override;
   std::size_t workspace_bytes(TensorSpan inputs, const void* attrs) const override {
     return spec_.workspace == nullptr ? 0 : spec_.workspace(inputs, *static_cast<const A*>(attrs));
   }
