@@ -3,12 +3,15 @@
 // bench/e2e/torch_ref.py.
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
+//               [--no-arena]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
 // before the timed region, on the timed model (so both columns train on the same batches), and
 // their time is reported as "trace_s" (each traced call runs the step eagerly while recording
 // it); "passes_s" is the time of the passes, memory planning and executor preparation.
+// --no-arena: the compiled replays allocate through the caching allocator instead of the memory
+// plan's arena (CompileOptions::arena = false), for comparing the two.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -182,7 +185,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
-                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile]\n");
+                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena]\n");
     return 2;
   }
   const std::string name = argv[1];
@@ -191,8 +194,13 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   std::string precision_name = "32-true";
   bool compiled = false;
+  bool arena = true;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--no-arena") {
+      arena = false;
+      continue;
+    }
     if (flag == "--compile") {
       compiled = true;
       continue;
@@ -230,7 +238,7 @@ int main(int argc, char** argv) {
     return train_step(*model, *opt, *precision, x, y);
   };
   std::optional<Compiled<decltype(eager_step)>> compiled_step;
-  if (compiled) compiled_step.emplace(eager_step, CompileOptions{});
+  if (compiled) compiled_step.emplace(eager_step, CompileOptions{.arena = arena});
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
@@ -268,7 +276,9 @@ int main(int argc, char** argv) {
   };
   report_memory("after training");
   // The training step's cached blocks are no use to the evaluation's batch-1000 tensors; hand
-  // them back first (PyTorch's CPU allocator caches nothing, so this is what it does too).
+  // them back first (PyTorch's CPU allocator caches nothing, so this is what it does too), and
+  // the compiled step's arena with them.
+  if (compiled_step) compiled_step->release_memory();
   empty_cache();
   std::string acc = "null";
   if (w.test) {

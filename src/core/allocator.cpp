@@ -3,6 +3,10 @@
 // an uncontended lock (~20 ns) is small next to an op's dispatch.
 #include "athanor/core/allocator.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <array>
 #include <atomic>
 #include <bit>
@@ -137,6 +141,11 @@ void empty_cache() {
   for (auto& [size, list] : blocks) {
     for (void* p : list) std::free(p);
   }
+#ifdef __GLIBC__
+  // glibc keeps freed heap (non-mmap) blocks in the process; hand their pages to the OS too, so
+  // that "back to the OS" holds for every size.
+  malloc_trim(0);
+#endif
 }
 
 // ---- the per-device-type allocator table ----------------------------------------------------

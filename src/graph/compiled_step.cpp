@@ -175,6 +175,10 @@ const MemoryPlan* CompiledStep::last_memory_plan() const {
 const Executor* CompiledStep::last_executor() const {
   return impl_->last ? impl_->last->executor.get() : nullptr;
 }
+void CompiledStep::release_memory() {
+  for (auto& [key, entry] : impl_->entries)
+    if (entry.ready) entry.ready->executor->release_arena();
+}
 const PassReport* CompiledStep::last_report() const {
   return impl_->last ? &impl_->last->report : nullptr;
 }

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "athanor/core/allocator.h"
 #include "athanor/core/error.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
@@ -69,6 +70,12 @@ Tensor Executor::arena_slice(int64_t offset, const TensorMeta& meta) const {
       base, bytes, [keep = arena_.impl_ptr()](void*) {}, meta.device);
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), meta.shape,
                                              contiguous_strides(meta.shape), 0, meta.dtype));
+}
+
+void Executor::release_arena() const {
+  if (arena_busy_.exchange(true, std::memory_order_acquire)) return;
+  arena_ = Tensor();
+  arena_busy_.store(false, std::memory_order_release);
 }
 
 void Executor::run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Tensor>& inputs,
@@ -171,7 +178,12 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   const bool exclusive = !arena_busy_.exchange(true, std::memory_order_acquire);
   if (exclusive) claim.busy = &arena_busy_;
   const bool use_arena = exclusive && !node_memory_.empty();
-  if (use_arena && !arena_.defined()) arena_ = empty({arena_bytes_}, kUInt8);
+  if (use_arena && !arena_.defined()) {
+    // What the caching allocator kept from the eager runs (the warm-up and the traces) is what
+    // the arena replaces: handed back first, so that the process never holds both.
+    empty_cache();
+    arena_ = empty({arena_bytes_}, kUInt8);
+  }
   RunStats stats{.used_arena = use_arena};
   NoGradGuard no_grad;                // the backward is in the graph already
   detail::AutocastPause no_autocast;  // so are the casts

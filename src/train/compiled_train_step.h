@@ -43,6 +43,8 @@ class CompiledTrainStep {
   Tensor run(const data::Batch& batch, int64_t batch_idx, int64_t position, int64_t accumulate,
              bool step);
   const CompileStats& stats() const { return compiled_.stats(); }
+  // Frees the compiled graphs' arenas until the next training step (before validation).
+  void release_memory() { compiled_.release_memory(); }
 
  private:
   using StepFn = std::function<std::vector<Tensor>(const data::Batch&, bool, int64_t, bool)>;

@@ -6,6 +6,7 @@
 #include "athanor/core/error.h"
 #include "athanor/tensor/grad_mode.h"
 #include "athanor/train/trainer.h"
+#include "compiled_train_step.h"
 #include "results_table.h"
 #include "trainer_hooks.h"
 
@@ -23,6 +24,9 @@ struct EvalModeGuard {
 Metrics Trainer::run_evaluation(Stage stage, Source source, int64_t limit) {
   const Stage previous = stage_;
   stage_ = stage;
+  // The compiled training step's arena is not needed while evaluating; the next training step
+  // allocates it again.
+  if (compiled_step_) compiled_step_->release_memory();
   EvalModeGuard eval_mode(*module_);
   NoGradGuard no_grad;
   const bool testing = stage == Stage::Testing;

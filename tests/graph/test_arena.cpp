@@ -59,6 +59,12 @@ TEST(ArenaExecutor, PlannedBuffersComeFromTheArenaAndNothingElseChanges) {
   EXPECT_EQ(plain_allocations - arena_allocations, 3);
   EXPECT_FALSE(without.last_run().used_arena);
   EXPECT_EQ(without.last_run().allocated_buffers, 4);
+
+  // Released (before an evaluation, say), the arena comes back at the next run.
+  with_arena.release_arena();
+  EXPECT_FALSE(with_arena.arena_allocated());
+  EXPECT_TRUE(equal(with_arena.run({input})[0], expected));
+  EXPECT_TRUE(with_arena.arena_allocated());
 }
 
 TEST(ArenaExecutor, InPlaceWritesGoIntoTheirTargetAndAliasedOnesStillAgree) {
@@ -173,6 +179,8 @@ TEST(ArenaExecutor, EveryWorkloadTrainsBitIdenticallyInItsArena) {
           r.arena_buffers = exec->last_run().arena_buffers;
           EXPECT_GT(r.arena_buffers, 10);
           EXPECT_EQ(exec->arena_bytes(), compiled->memory_plan()->arena_bytes);
+          compiled->release_memory();
+          EXPECT_FALSE(exec->arena_allocated());
         }
       }
       for (const Tensor& p : model->parameters()) r.params.push_back(p.clone());

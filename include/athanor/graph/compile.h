@@ -115,6 +115,8 @@ class CompiledStep {
   const PassReport* last_report() const;
   const MemoryPlan* last_memory_plan() const;
   const Executor* last_executor() const;
+  // Frees every graph's arena until its next replay (Executor::release_arena).
+  void release_memory();
 
  private:
   struct Impl;
@@ -212,6 +214,9 @@ class Compiled {
   const graph::MemoryPlan* memory_plan() const { return core_.last_memory_plan(); }
   // The executor that ran that graph: its arena and what its last run allocated.
   const graph::Executor* executor() const { return core_.last_executor(); }
+  // Frees the arenas of this function's graphs until their next replay: before an evaluation
+  // that needs the memory, for instance (the next replay allocates again, once).
+  void release_memory() { core_.release_memory(); }
 
  private:
   F fn_;

@@ -64,6 +64,9 @@ class Executor {
   // The arena's size (0 without a plan) and whether it has been allocated.
   int64_t arena_bytes() const { return arena_bytes_; }
   bool arena_allocated() const { return arena_.defined(); }
+  // Frees the arena until the next run allocates it again (between training and evaluation, say);
+  // a no-op while a run holds it.
+  void release_arena() const;
 
  private:
   // Where a node's planned buffers go: (output index, arena offset) and its workspace.
