@@ -10,6 +10,7 @@
 
 #include "athanor/athanor.h"
 #include "athanor/graph/compile.h"
+#include "athanor/graph/estimate_memory.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/tracer.h"
 #include "athanor/models/char_lstm.h"
@@ -138,6 +139,31 @@ TEST(MemoryPlan, EveryWorkloadStepIsPlannedWithoutOverlaps) {
                                     plan.category_bytes(MemoryCategory::Workspace));
     EXPECT_EQ(plan.category_bytes(MemoryCategory::Parameters), parameter_bytes(*c.model));
   }
+}
+
+// estimate_memory traces once what compile() traces twice: the same plan, and it grows with
+// the batch.
+TEST(EstimateMemory, EqualsTheCompiledStepsPlanAndGrowsWithTheBatch) {
+  manual_seed(2);
+  auto model = models::fashion_cnn();
+  optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+  auto step = test_util::classification_step(*model, opt);
+  const Tensor x = randn({4, 1, 28, 28}), y = randint(0, 10, {4});
+  step(x, y);  // the momentum buffers exist: state, in both plans
+  const MemoryPlan estimate = estimate_memory(step, x, y);
+  auto compiled_step = compile(step);
+  for (int i = 0; i < 3; ++i) compiled_step(x, y);  // trace, trace, replay
+  ASSERT_EQ(compiled_step.stats().replays, 1);
+  const MemoryPlan& compiled = *compiled_step.memory_plan();
+  EXPECT_EQ(estimate.arena_bytes, compiled.arena_bytes);
+  EXPECT_EQ(estimate.total_bytes(), compiled.total_bytes());
+  const MemoryPlan larger = estimate_memory(step, randn({8, 1, 28, 28}), randint(0, 10, {8}));
+  EXPECT_GT(larger.arena_bytes, estimate.arena_bytes);
+  EXPECT_EQ(larger.category_bytes(MemoryCategory::Parameters),
+            estimate.category_bytes(MemoryCategory::Parameters));
+  testing::expect_error_naming(
+      [&] { estimate_memory([](const data::Batch&) {}, data::Batch(42, 1)); },
+      "estimate_memory: the batch is not a TensorList");
 }
 
 }  // namespace

@@ -216,6 +216,45 @@ TEST(BatchSizeFinderTest, MemoryCapDecides) {
   EXPECT_EQ(capped->trials().back().batch_size, 128);
 }
 
+TEST(BatchSizeFinderTest, FromMemoryPlanPredictsTheLargestSizeUnderTheCap) {
+  // The peaks the trial search measures at 64 and 128, and a cap halfway between them.
+  auto free_run = make_finder(1000, 1 << 30, {.max_trials = 20});
+  run_finder(free_run, 1000);
+  int64_t peak64 = -1, peak128 = -1;
+  for (const auto& t : free_run->trials()) {
+    if (t.batch_size == 64) peak64 = t.peak_bytes;
+    if (t.batch_size == 128) peak128 = t.peak_bytes;
+  }
+  ASSERT_LT(peak64, peak128);
+  const double cap = static_cast<double>(peak64 + peak128) / 2.0;
+  auto planned =
+      make_finder(1000, 1 << 30, {.max_memory_mb = cap / 1048576.0, .from_memory_plan = true});
+  const int64_t size = run_finder(planned, 1000);
+  // Between the two (power mode's answer is 64), from two traced steps at 2 and 4 and a few
+  // trials at most, the last one under the cap.
+  EXPECT_GT(size, 64);
+  EXPECT_LT(size, 128);
+  const auto& trials = planned->trials();
+  ASSERT_GE(trials.size(), 3u);
+  EXPECT_LE(trials.size(), 5u);
+  EXPECT_TRUE(trials[0].traced && trials[1].traced);
+  EXPECT_EQ(trials[0].batch_size, 2);
+  EXPECT_EQ(trials[1].batch_size, 4);
+  EXPECT_LT(trials[0].planned_bytes, trials[1].planned_bytes);
+  const auto& last = trials.back();
+  EXPECT_FALSE(last.traced);
+  EXPECT_TRUE(last.ok);
+  EXPECT_EQ(last.batch_size, size);
+  EXPECT_LE(static_cast<double>(last.peak_bytes), cap);
+  // The prediction for the size it chose is within 25% of the peak measured there: the plan
+  // counts exact bytes of one step, the allocator rounds blocks up (by up to 12.5%) and the
+  // trial loop makes the next batch while the last one is still alive (here 16% in all).
+  EXPECT_NEAR(static_cast<double>(last.planned_bytes), static_cast<double>(last.peak_bytes),
+              0.25 * static_cast<double>(last.peak_bytes));
+  EXPECT_THROW(BatchSizeFinder([](int64_t) { return nullptr; }, {.from_memory_plan = true}),
+               ValueError);
+}
+
 TEST(BatchSizeFinderTest, FailingTrialsPowerAndBinsearch) {
   EXPECT_EQ(run_finder(make_finder(1000, 12, {}), 1000), 8);
   auto bin = make_finder(1000, 12, {.mode = "binsearch"});

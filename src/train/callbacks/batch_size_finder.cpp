@@ -7,6 +7,7 @@
 #include "../step_runner.h"
 #include "athanor/core/allocator.h"
 #include "athanor/core/error.h"
+#include "athanor/graph/estimate_memory.h"
 #include "athanor/train/trainer.h"
 #include "training_snapshot.h"
 
@@ -26,6 +27,9 @@ BatchSizeFinder::BatchSizeFinder(SourceFactory factory, BatchSizeFinderOptions o
             "BatchSizeFinder: steps_per_trial must be >= 1, got {}", o.steps_per_trial);
   ATH_CHECK(!o.max_memory_mb || *o.max_memory_mb > 0, ValueError,
             "BatchSizeFinder: max_memory_mb must be positive, got {}", o.max_memory_mb.value_or(0));
+  ATH_CHECK(!o.from_memory_plan || o.max_memory_mb, ValueError,
+            "BatchSizeFinder: from_memory_plan predicts the largest size under max_memory_mb; "
+            "set max_memory_mb too");
 }
 
 void BatchSizeFinder::on_fit_start(Trainer& trainer, TrainingModule& module) {
@@ -78,6 +82,120 @@ bool BatchSizeFinder::try_size(Trainer& trainer, TrainingModule& module, int64_t
   return trial.ok;
 }
 
+const BatchSizeFinder::Trial& BatchSizeFinder::plan_size(Trainer& trainer, TrainingModule& module,
+                                                         int64_t size, bool& whole_epoch,
+                                                         int64_t& batch_length) {
+  std::shared_ptr<data::BatchSource> source = factory_(size);
+  ATH_CHECK(source != nullptr, ValueError,
+            "BatchSizeFinder: the factory returned no source for batch size {}", size);
+  whole_epoch = source->num_batches() >= 0 && source->num_batches() <= 1;
+  source->start_epoch(0);
+  std::optional<data::Batch> batch = source->next();
+  ATH_CHECK(batch.has_value(), ValueError,
+            "BatchSizeFinder: the source for batch size {} yields no batches", size);
+  batch_length = batch->size();
+  std::vector<Tensor> arguments;
+  uint64_t key = 0;
+  std::string unbindable;
+  graph::collect_argument(*batch, arguments, key, unbindable);
+  ATH_CHECK(unbindable.empty(), ValueError, "BatchSizeFinder (from_memory_plan): {}", unbindable);
+  module.train();
+  StepRunner runner(trainer, module);
+  auto step = [&]() -> std::vector<Tensor> {
+    Tensor loss = runner.training_step(*batch, 0);
+    ATH_CHECK(loss.defined(), ValueError,
+              "BatchSizeFinder (from_memory_plan): training_step returned no loss");
+    runner.backward(loss, 0, 1);
+    runner.optimizer_step();
+    return {loss};
+  };
+  // One step first, untraced: state the optimizer makes on its first step is then state in the
+  // plan, not buffers of the traced step. The peak measured over the traced step anchors the
+  // prediction (it counts what the process holds besides the step: the data, other models).
+  step();
+  reset_peak_memory_stats();
+  const graph::MemoryPlan plan = graph::estimate_memory_of(step, arguments);
+  Trial trial{.batch_size = size,
+              .peak_bytes = memory_stats().peak_bytes,
+              .planned_bytes = plan.total_bytes(),
+              .traced = true};
+  trial.ok = static_cast<double>(trial.planned_bytes) <= *options_.max_memory_mb * 1048576.0;
+  trials_.push_back(trial);
+  return trials_.back();
+}
+
+std::optional<int64_t> BatchSizeFinder::search_by_plan(Trainer& trainer, TrainingModule& module) {
+  const double cap = *options_.max_memory_mb * 1048576.0;
+  bool whole_epoch = false;
+  int64_t length1 = 0, length2 = 0;
+  const Trial first = plan_size(trainer, module, options_.init_val, whole_epoch, length1);
+  int64_t size = length1;
+  double per_sample = 0;  // planned bytes per sample of the batch
+  if (!whole_epoch) {
+    const Trial second = plan_size(trainer, module, 2 * options_.init_val, whole_epoch, length2);
+    size = length2;
+    if (length2 > length1) {
+      per_sample = static_cast<double>(second.planned_bytes - first.planned_bytes) /
+                   static_cast<double>(length2 - length1);
+    }
+  }
+  // The peak at a size, predicted: the plans' growth, anchored on the peak measured over the
+  // first traced step (what the process holds besides the step is in it).
+  const double fixed =
+      static_cast<double>(first.peak_bytes) - per_sample * static_cast<double>(length1);
+  if (per_sample > 0) {
+    size = static_cast<int64_t>((cap - fixed) / per_sample);
+    if (whole_epoch) size = std::min(size, length2);  // no batch is larger than the data
+    size = std::max<int64_t>(size, 1);
+  }
+  for (int64_t t = 0; t < options_.max_trials; ++t) {
+    bool trial_whole_epoch = false;
+    int64_t largest_batch = 0;
+    const bool ok = try_size(trainer, module, size, trial_whole_epoch, largest_batch);
+    trials_.back().planned_bytes =
+        static_cast<int64_t>(fixed + per_sample * static_cast<double>(size));
+    if (ok) return trial_whole_epoch && largest_batch > 0 ? std::min(size, largest_batch) : size;
+    if (size <= 1) break;
+    size = std::min(size - 1, static_cast<int64_t>(static_cast<double>(size) * 0.9));
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> BatchSizeFinder::search_by_trials(Trainer& trainer, TrainingModule& module) {
+  std::optional<int64_t> best;
+  int64_t size = options_.init_val;
+  int64_t low = 0;              // largest size that worked
+  std::optional<int64_t> high;  // smallest size that failed
+  for (int64_t t = 0; t < options_.max_trials; ++t) {
+    bool whole_epoch = false;
+    int64_t largest_batch = 0;
+    if (try_size(trainer, module, size, whole_epoch, largest_batch)) {
+      low = size;
+      best = size;
+      if (whole_epoch) {
+        // One batch holds the whole epoch: a larger size changes nothing (Lightning caps the
+        // size at the dataset's length the same way).
+        if (largest_batch > 0) best = std::min(size, largest_batch);
+        break;
+      }
+      if (high) {
+        if (*high - low <= 1) break;
+        size = (low + *high) / 2;
+      } else {
+        size *= 2;
+      }
+    } else {
+      high = size;
+      if (size <= 1) break;
+      // power: halve and stop once something worked; binsearch: bisect.
+      if (options_.mode == "power" && best) break;
+      size = options_.mode == "power" || !best ? size / 2 : (low + size) / 2;
+      if (best && *high - low <= 1) break;
+    }
+  }
+  return best;
+}
+
 int64_t BatchSizeFinder::scale_batch_size(Trainer& trainer, TrainingModule& module) {
   optim::Optimizer* opt = trainer.optimizer();
   ATH_CHECK(opt != nullptr, ValueError,
@@ -89,36 +207,8 @@ int64_t BatchSizeFinder::scale_batch_size(Trainer& trainer, TrainingModule& modu
   detail::TrainingSnapshot snapshot(module, *opt);
   std::optional<int64_t> best;
   try {
-    int64_t size = options_.init_val;
-    int64_t low = 0;              // largest size that worked
-    std::optional<int64_t> high;  // smallest size that failed
-    for (int64_t t = 0; t < options_.max_trials; ++t) {
-      bool whole_epoch = false;
-      int64_t largest_batch = 0;
-      if (try_size(trainer, module, size, whole_epoch, largest_batch)) {
-        low = size;
-        best = size;
-        if (whole_epoch) {
-          // One batch holds the whole epoch: a larger size changes nothing (Lightning caps the
-          // size at the dataset's length the same way).
-          if (largest_batch > 0) best = std::min(size, largest_batch);
-          break;
-        }
-        if (high) {
-          if (*high - low <= 1) break;
-          size = (low + *high) / 2;
-        } else {
-          size *= 2;
-        }
-      } else {
-        high = size;
-        if (size <= 1) break;
-        // power: halve and stop once something worked; binsearch: bisect.
-        if (options_.mode == "power" && best) break;
-        size = options_.mode == "power" || !best ? size / 2 : (low + size) / 2;
-        if (best && *high - low <= 1) break;
-      }
-    }
+    best = options_.from_memory_plan ? search_by_plan(trainer, module)
+                                     : search_by_trials(trainer, module);
   } catch (...) {
     snapshot.restore();
     throw;

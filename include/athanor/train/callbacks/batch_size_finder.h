@@ -23,6 +23,13 @@
 // Sizes stop growing once one batch holds the whole epoch (num_batches() <= 1); the result is
 // then that batch's size (the data set's length). If no size
 // works, fit fails with the last trial's reason.
+//
+// from_memory_plan (with max_memory_mb) predicts instead of searching: the training step is
+// traced at init_val and 2 x init_val (graph/estimate_memory.h), the memory plans' growth per
+// sample extrapolates the peak (anchored on the peak measured at init_val, which counts what
+// else the process holds), and only the largest size predicted under the cap is tried — then
+// sizes 10% smaller while a trial's measured peak still passes the cap. No trial at a size that
+// cannot fit: two small traced steps and, typically, one trial.
 #pragma once
 
 #include <functional>
@@ -42,6 +49,7 @@ struct BatchSizeFinderOptions {
   int64_t max_trials = 25;
   int64_t steps_per_trial = 3;
   std::optional<double> max_memory_mb;
+  bool from_memory_plan = false;  // needs max_memory_mb and batches of tensors (TensorList)
 };
 
 class BatchSizeFinder : public Callback {
@@ -52,6 +60,9 @@ class BatchSizeFinder : public Callback {
     bool ok = false;
     int64_t peak_bytes = 0;
     std::string error;  // why it failed (empty when ok, or when only the memory cap was hit)
+    // from_memory_plan: the traced steps' planned peak, or the peak predicted for a trial.
+    int64_t planned_bytes = 0;
+    bool traced = false;  // a traced planning step, not a trial
   };
 
   BatchSizeFinder(SourceFactory factory, BatchSizeFinderOptions options = {});
@@ -68,6 +79,11 @@ class BatchSizeFinder : public Callback {
  private:
   bool try_size(Trainer& trainer, TrainingModule& module, int64_t size, bool& whole_epoch,
                 int64_t& largest_batch);
+  // from_memory_plan: traces one step at `size`; records a traced Trial.
+  const Trial& plan_size(Trainer& trainer, TrainingModule& module, int64_t size, bool& whole_epoch,
+                         int64_t& batch_length);
+  std::optional<int64_t> search_by_plan(Trainer& trainer, TrainingModule& module);
+  std::optional<int64_t> search_by_trials(Trainer& trainer, TrainingModule& module);
 
   SourceFactory factory_;
   BatchSizeFinderOptions options_;

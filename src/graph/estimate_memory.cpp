@@ -1,0 +1,21 @@
+#include "athanor/graph/estimate_memory.h"
+
+#include "athanor/graph/passes.h"
+#include "athanor/graph/tracer.h"
+
+namespace ath::graph {
+
+MemoryPlan estimate_memory_of(const std::function<std::vector<Tensor>()>& run,
+                              std::span<const Tensor> arguments) {
+  Graph g;
+  {
+    Tracer tracer(arguments);  // an exception from `run` ends the trace (the destructor)
+    g = tracer.finish(run());
+  }
+  run_passes(g, {.verify = true});
+  MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  return plan;
+}
+
+}  // namespace ath::graph
