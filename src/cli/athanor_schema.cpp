@@ -173,8 +173,8 @@ void add_trainer(Schema& s, const std::vector<ClassSpec>& callbacks) {
   add({.path = "strategy",
        .default_value = "auto",
        .help = "Where training runs: one process (auto), or data-parallel over the ranks of "
-               "`mpirun -n N` (ddp)",
-       .choices = {"auto", "single_device", "ddp"}});
+               "`mpirun -n N` (ddp; ddp_zero1 also shards the optimizer state)",
+       .choices = {"auto", "single_device", "ddp", "ddp_zero1"}});
   add({.path = "deterministic",
        .default_value = false,
        .help = "Refuse nondeterministic algorithms (athanor's CPU kernels always are)"});

@@ -52,9 +52,11 @@ Tensor BatchNorm::forward(const Tensor& x) {
   // Batch statistics while training, and in eval when there are no running stats to use.
   const bool use_batch_stats = is_training() || !running_mean.defined();
   const bool pass_running = !is_training() || options.track_running_stats;
-  Tensor y =
-      batch_norm(x, pass_running ? running_mean : Tensor(), pass_running ? running_var : Tensor(),
-                 weight, bias, use_batch_stats, factor, options.eps);
+  Tensor y = is_training() && sync_ != nullptr
+                 ? sync_->forward(*this, x, factor)
+                 : batch_norm(x, pass_running ? running_mean : Tensor(),
+                              pass_running ? running_var : Tensor(), weight, bias, use_batch_stats,
+                              factor, options.eps);
   if (update) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(scalar_tensor(1, kInt64));

@@ -5,12 +5,18 @@
 #include "athanor/core/error.h"
 #include "athanor/data/loader_base.h"
 #include "athanor/dist/world.h"
+#include "athanor/ops/creation.h"
 #include "athanor/train/training_module.h"
 
 namespace ath::train {
 
-DDPStrategy::DDPStrategy(dist::DDPOptions options)
-    : options_(options), comm_(options.communicator ? *options.communicator : dist::world()) {
+DDPStrategy::DDPStrategy(dist::DDPOptions options, int zero_stage)
+    : options_(options),
+      zero_stage_(zero_stage),
+      comm_(options.communicator ? *options.communicator : dist::world()) {
+  ATH_CHECK(zero_stage == 0 || zero_stage == 1, ValueError,
+            "DDPStrategy: zero_stage must be 0 (plain DDP) or 1 (sharded optimizer state), got {}",
+            zero_stage);
   options_.communicator = &comm_;
 }
 
@@ -34,9 +40,34 @@ void DDPStrategy::prepare_train_source(data::BatchSource& source) {
 }
 
 void DDPStrategy::setup(TrainingModule& module, optim::Optimizer& optimizer) {
-  (void)optimizer;
   ddp_.reset();  // a second fit: the old wrapper's hooks go first
   ddp_ = std::make_unique<dist::DistributedDataParallel>(module, options_);
+  zero_.reset();
+  if (zero_stage_ == 1) zero_ = std::make_unique<dist::ZeroRedundancyOptimizer>(optimizer, &comm_);
+}
+
+// The wrapper is used only with the optimizer it was built on (a checkpoint restored outside
+// fit, before setup, takes the unsharded path).
+void DDPStrategy::before_optimizer_step(optim::Optimizer& optimizer) {
+  if (zero_ && &zero_->optimizer() == &optimizer) zero_->prepare_step();
+}
+
+void DDPStrategy::after_optimizer_step(optim::Optimizer& optimizer) {
+  if (zero_ && &zero_->optimizer() == &optimizer) zero_->finish_step();
+}
+
+optim::OptimizerState DDPStrategy::optimizer_state_dict(optim::Optimizer& optimizer) {
+  if (zero_ && &zero_->optimizer() == &optimizer) return zero_->consolidated_state_dict();
+  return optimizer.state_dict();
+}
+
+void DDPStrategy::load_optimizer_state_dict(optim::Optimizer& optimizer,
+                                            const optim::OptimizerState& state) {
+  if (zero_ && &zero_->optimizer() == &optimizer) {
+    zero_->load_state_dict(state);
+  } else {
+    optimizer.load_state_dict(state);
+  }
 }
 
 void DDPStrategy::before_backward(bool sync) {
@@ -62,11 +93,25 @@ Tensor DDPStrategy::broadcast(const Tensor& tensor, int64_t src) {
   return out;
 }
 
+std::vector<double> DDPStrategy::reduce(const std::vector<double>& values, Reduce op,
+                                        const std::string& name) {
+  if (comm_.world_size() == 1) return values;
+  Tensor t = from_vector<double>(values);
+  const dist::ReduceOp dist_op = op == Reduce::Mean  ? dist::ReduceOp::Mean
+                                 : op == Reduce::Sum ? dist::ReduceOp::Sum
+                                 : op == Reduce::Max ? dist::ReduceOp::Max
+                                                     : dist::ReduceOp::Min;
+  comm_.allreduce(t, dist_op, "Trainer.log " + name).wait();
+  return t.to_vector<double>();
+}
+
 std::shared_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "auto" || name == "single_device") return std::make_shared<SingleDeviceStrategy>();
-  ATH_CHECK(name == "ddp", ValueError,
-            "Trainer: unknown strategy '{}' (expected 'auto', 'single_device' or 'ddp')", name);
-  return std::make_shared<DDPStrategy>();
+  ATH_CHECK(name == "ddp" || name == "ddp_zero1", ValueError,
+            "Trainer: unknown strategy '{}' (expected 'auto', 'single_device', 'ddp' or "
+            "'ddp_zero1')",
+            name);
+  return std::make_shared<DDPStrategy>(dist::DDPOptions{}, name == "ddp_zero1" ? 1 : 0);
 }
 
 }  // namespace ath::train

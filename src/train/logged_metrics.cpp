@@ -33,13 +33,16 @@ void LoggedMetrics::log(const std::string& name, double value, const LogOptions&
   ATH_CHECK(weight >= 0, ValueError, "log('{}'): batch_size must be >= 0, got {}", name, weight);
 
   if (on_step) {
+    const double shown =
+        options.sync_dist && reducer_ ? reducer_({value}, options.reduce, name)[0] : value;
     const std::string key = on_epoch ? name + "_step" : name;
-    callback_[key] = value;
-    if (!on_epoch) callback_[name] = value;
-    if (options.prog_bar) progress_bar_[key] = value;
-    if (options.logger) step_logs_[key] = value;
+    callback_[key] = shown;
+    if (!on_epoch) callback_[name] = shown;
+    if (options.prog_bar) progress_bar_[key] = shown;
+    if (options.logger) step_logs_[key] = shown;
   }
   if (on_epoch) {
+    // The epoch keeps this rank's own values; sync_dist reduces them at the epoch's end.
     Accumulator& acc = epoch_[store_of(scope)][name];
     acc.options = options;
     acc.options.on_step = on_step;
@@ -77,10 +80,20 @@ Metrics LoggedMetrics::end_epoch(LogScope scope) {
   auto& store = epoch_[store_of(scope)];
   for (const auto& [name, acc] : store) {
     if (!acc.seen) continue;
+    double total = acc.total, weight = acc.weight;
+    if (acc.options.sync_dist && reducer_) {
+      if (acc.options.reduce == Reduce::Mean) {
+        // Weighted by batch size over every rank's batches: sum the totals and the weights.
+        const std::vector<double> both = reducer_({total, weight}, Reduce::Sum, name);
+        total = both[0];
+        weight = both[1];
+      } else {
+        total = reducer_({total}, acc.options.reduce, name)[0];
+      }
+    }
     // A mean over zero weight (every batch logged batch_size 0) is undefined: report NaN
     // rather than inventing a value.
-    const double value =
-        acc.weight > 0.0 ? acc.total / acc.weight : std::numeric_limits<double>::quiet_NaN();
+    const double value = weight > 0.0 ? total / weight : std::numeric_limits<double>::quiet_NaN();
     const std::string key = acc.options.on_step.value_or(false) ? name + "_epoch" : name;
     callback_[key] = value;
     callback_[name] = value;

@@ -78,10 +78,13 @@ void StepRunner::optimizer_step() {
   const TrainerOptions& o = trainer_.options();
   // As Lightning: the hook and the clipping see the gradients the optimizer will use (reduced
   // across ranks, unscaled by the precision plugin).
+  Strategy& strategy = trainer_.strategy();
   trainer_.precision().optimizer_step(optimizer_, [&] {
     if (hooks_.on_before_optimizer_step) hooks_.on_before_optimizer_step(optimizer_);
     module_.configure_gradient_clipping(optimizer_, o.gradient_clip_val, o.gradient_clip_algorithm);
+    strategy.before_optimizer_step(optimizer_);  // after clipping: it saw every gradient
   });
+  strategy.after_optimizer_step(optimizer_);
 }
 
 }  // namespace ath::train

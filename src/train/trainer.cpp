@@ -109,6 +109,11 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
       options_.precision_plugin ? options_.precision_plugin : make_precision(options_.precision);
   strategy_ =
       options_.strategy.object ? options_.strategy.object : make_strategy(options_.strategy.name);
+  // log(..., sync_dist = true) reduces through the strategy (the Trainer owns both).
+  metrics_.set_rank_reducer([strategy = strategy_.get()](const std::vector<double>& values,
+                                                         Reduce op, const std::string& name) {
+    return strategy->reduce(values, op, name);
+  });
 }
 
 Trainer::~Trainer() = default;

@@ -29,7 +29,8 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
   meta["weights_only"] = weights_only;
   if (!weights_only) {
     if (optimizer_) {
-      optim::OptimizerState st = optimizer_->state_dict();
+      // Every rank calls this: a sharded optimizer's strategy gathers the full state here.
+      optim::OptimizerState st = strategy_->optimizer_state_dict(*optimizer_);
       ck.add_section("optimizer_states.0", st.tensors);
       meta["optimizer_states"] = nlohmann::json::array({st.meta});
     }
@@ -204,8 +205,8 @@ void Trainer::restore(const std::string& ckpt_path, bool full) {
     // states, datamodule state, loop position, RNG (last: nothing after it can fail).
     auto apply_resume_state = [&] {
       if (optimizer_) {
-        optimizer_->load_state_dict(
-            {meta["optimizer_states"][0], ck.section("optimizer_states.0")});
+        strategy_->load_optimizer_state_dict(
+            *optimizer_, {meta["optimizer_states"][0], ck.section("optimizer_states.0")});
       }
       for (std::size_t i = 0; i < schedulers_.size(); ++i) {
         schedulers_[i].load_state_dict(meta["lr_schedulers"][i]);

@@ -12,8 +12,11 @@
 //   Tensor z = avg(randn({16, 8}));   // [N, 8] or [N, 8, L]
 //
 // Without running stats (track_running_stats = false) batch statistics are used in eval too.
+// A data-parallel job computes the training statistics over every rank instead: see
+// dist::SyncBatchNorm and dist::convert_sync_batchnorm, which plug in through BatchNormSync.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "athanor/nn/module.h"
@@ -31,6 +34,19 @@ struct BatchNormOptions {
   DType dtype = kFloat32;
 };
 
+class BatchNorm;
+
+// How a training-mode forward gets batch statistics that span more than this process. The dist
+// layer implements it (nn cannot depend on dist); a layer with one installed hands it every
+// training forward, after the input's rank was checked. It normalizes x with the group's
+// statistics and updates the layer's running_mean and running_var with `factor` (the layer
+// itself then counts num_batches_tracked, as in a local forward).
+class BatchNormSync {
+ public:
+  virtual ~BatchNormSync() = default;
+  virtual Tensor forward(const BatchNorm& layer, const Tensor& x, double factor) = 0;
+};
+
 // The shared implementation (PyTorch's _BatchNorm); the subclasses check the input's rank.
 class BatchNorm : public Module {
  public:
@@ -40,6 +56,9 @@ class BatchNorm : public Module {
   void reset_running_stats();
   // reset_running_stats(), then weight = 1 and bias = 0.
   void reset_parameters();
+  // Training statistics from `sync` (null: this process's batch only). Eval never uses it.
+  void set_sync(std::shared_ptr<BatchNormSync> sync) { sync_ = std::move(sync); }
+  const std::shared_ptr<BatchNormSync>& sync() const { return sync_; }
 
   BatchNormOptions options;
   Tensor weight;               // [features], when affine
@@ -51,6 +70,9 @@ class BatchNorm : public Module {
  protected:
   BatchNorm(const char* type_name, BatchNormOptions options);
   virtual void check_input_dim(const Tensor& x) const = 0;
+
+ private:
+  std::shared_ptr<BatchNormSync> sync_;
 };
 
 // Input [N, C] or [N, C, L].

@@ -22,38 +22,57 @@
 // Without mpirun the world has one process and this is the single-device loop, at no cost.
 // A loader with a sampler of its own (other than sequential, random or distributed) is left
 // alone: it must then give each rank its share itself.
+//
+// With zero_stage = 1 (strategy "ddp_zero1") the optimizer fit gets from configure_optimizers
+// is wrapped in a dist::ZeroRedundancyOptimizer: each rank keeps and updates the state of its
+// share of the parameters (~1/N), then the shares are broadcast; the steps are plain DDP's, bit
+// for bit. Checkpoints hold the full (consolidated) optimizer state, so they resume a run with
+// or without sharding, on any number of ranks.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "athanor/dist/ddp.h"
+#include "athanor/dist/zero_redundancy_optimizer.h"
 #include "athanor/train/strategy.h"
 
 namespace ath::train {
 
 class DDPStrategy : public Strategy {
  public:
-  explicit DDPStrategy(dist::DDPOptions options = {});
+  // zero_stage: 0 (plain DDP) or 1 (sharded optimizer state); anything else is a ValueError.
+  explicit DDPStrategy(dist::DDPOptions options = {}, int zero_stage = 0);
 
-  std::string name() const override { return "ddp"; }
+  std::string name() const override { return zero_stage_ == 1 ? "ddp_zero1" : "ddp"; }
   int64_t world_size() const override;
   int64_t global_rank() const override;
   void prepare_train_source(data::BatchSource& source) override;
   void setup(TrainingModule& module, optim::Optimizer& optimizer) override;
   void before_backward(bool sync) override;
   void reduce_gradients(optim::Optimizer& optimizer) override;
+  void before_optimizer_step(optim::Optimizer& optimizer) override;
+  void after_optimizer_step(optim::Optimizer& optimizer) override;
+  optim::OptimizerState optimizer_state_dict(optim::Optimizer& optimizer) override;
+  void load_optimizer_state_dict(optim::Optimizer& optimizer,
+                                 const optim::OptimizerState& state) override;
   void barrier(const std::string& name = {}) override;
   Tensor broadcast(const Tensor& tensor, int64_t src = 0) override;
+  std::vector<double> reduce(const std::vector<double>& values, Reduce op,
+                             const std::string& name) override;
 
   dist::Communicator& communicator() const { return comm_; }
   // The wrapper of the module fit is training (null before setup): its buckets and timeline.
   dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
+  // The sharding wrapper of fit's optimizer (null before setup, and without zero_stage 1).
+  dist::ZeroRedundancyOptimizer* zero() const { return zero_.get(); }
 
  private:
   dist::DDPOptions options_;
+  int zero_stage_;
   dist::Communicator& comm_;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
+  std::unique_ptr<dist::ZeroRedundancyOptimizer> zero_;
 };
 
 }  // namespace ath::train

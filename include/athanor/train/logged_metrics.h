@@ -5,12 +5,20 @@
 // default — and goes out at the epoch's end (as `name`, or `name_epoch`). The defaults depend on
 // where log() is called: on_step in training_step and the training batch hooks, on_epoch
 // everywhere else (validation/test steps, epoch-end hooks).
+//
+// With sync_dist (Lightning's), a data-parallel run reduces the value across its ranks with the
+// same `reduce` (Mean: the mean over ranks): a step value when it is logged, an epoch value at
+// the epoch's end (a Mean then weights every rank's values by their batch sizes, so it is the
+// mean over all ranks' batches). Every rank must log a sync_dist value at the same points, as
+// each reduction is a collective. In one process it changes nothing.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "athanor/train/logger.h"
 
@@ -25,7 +33,13 @@ struct LogOptions {
   bool logger = true;                 // send to the loggers
   Reduce reduce = Reduce::Mean;       // epoch reduction (Mean is weighted by batch size)
   std::optional<int64_t> batch_size;  // the weight; default: the current batch's size
+  bool sync_dist = false;             // reduce across ranks with `reduce` (see above)
 };
+
+// Reduces `values` element-wise across the ranks of a run with `op` (Mean: the mean over
+// ranks); `name` names the collective in errors. The Trainer installs its strategy's.
+using RankReducer = std::function<std::vector<double>(const std::vector<double>& values, Reduce op,
+                                                      const std::string& name)>;
 
 // Where a log() call comes from; decides the on_step/on_epoch defaults and which store it
 // belongs to (each loop's epoch values are separate).
@@ -35,6 +49,8 @@ class LoggedMetrics {
  public:
   void log(const std::string& name, double value, const LogOptions& options, LogScope scope,
            int64_t batch_size);
+  // How sync_dist values are reduced across ranks; unset (the default) means one process.
+  void set_rank_reducer(RankReducer reducer) { reducer_ = std::move(reducer); }
 
   // Values logged on_step since the last take, for the loggers; cleared by the call.
   Metrics take_step_logs();
@@ -59,6 +75,7 @@ class LoggedMetrics {
   static int store_of(LogScope scope);
 
   std::map<std::string, Accumulator> epoch_[4];  // train, validation, test, other
+  RankReducer reducer_;
   Metrics step_logs_;
   Metrics callback_;
   Metrics progress_bar_;

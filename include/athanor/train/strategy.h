@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "athanor/optim/optimizer.h"
 #include "athanor/tensor/tensor.h"
+#include "athanor/train/logged_metrics.h"
 
 namespace ath::data {
 class BatchSource;
@@ -49,12 +51,34 @@ class Strategy {
   virtual void before_backward(bool sync) { (void)sync; }
   // After the last backward of an accumulation window, before clipping and the optimizer step.
   virtual void reduce_gradients(optim::Optimizer& optimizer) { (void)optimizer; }
+  // Around the optimizer's step, after clipping (every rank calls both, whether or not a loss
+  // scaler skips the step): a sharded-optimizer strategy (ZeRO-1) sets aside the gradients of
+  // the parameters other ranks update, then sends each rank's updated share to every rank.
+  virtual void before_optimizer_step(optim::Optimizer& optimizer) { (void)optimizer; }
+  virtual void after_optimizer_step(optim::Optimizer& optimizer) { (void)optimizer; }
+  // The optimizer's state for a checkpoint (called on every rank: a sharded strategy gathers
+  // the full state) and its restore (a sharded strategy keeps this rank's share).
+  virtual optim::OptimizerState optimizer_state_dict(optim::Optimizer& optimizer) {
+    return optimizer.state_dict();
+  }
+  virtual void load_optimizer_state_dict(optim::Optimizer& optimizer,
+                                         const optim::OptimizerState& state) {
+    optimizer.load_state_dict(state);
+  }
   // Returns once every rank has called it with the same name.
   virtual void barrier(const std::string& name = {}) { (void)name; }
   // Rank src's tensor, on every rank.
   virtual Tensor broadcast(const Tensor& tensor, int64_t src = 0) {
     (void)src;
     return tensor;
+  }
+  // The element-wise reduction of every rank's `values` (Mean: over ranks), on every rank:
+  // what log(..., sync_dist = true) uses. `name` names the collective.
+  virtual std::vector<double> reduce(const std::vector<double>& values, Reduce op,
+                                     const std::string& name) {
+    (void)op;
+    (void)name;
+    return values;
   }
 };
 
@@ -65,7 +89,8 @@ class SingleDeviceStrategy : public Strategy {
 };
 
 // TrainerOptions::strategy, as Lightning's: a name ("auto" or "single_device": one process;
-// "ddp": DDPStrategy on dist::world(), see ddp_strategy.h) or a Strategy object.
+// "ddp": DDPStrategy on dist::world(), see ddp_strategy.h; "ddp_zero1": the same with the
+// optimizer state sharded, ZeRO stage 1) or a Strategy object.
 struct StrategyChoice {
   StrategyChoice() = default;
   StrategyChoice(const char* strategy_name) : name(strategy_name) {}
@@ -78,7 +103,8 @@ struct StrategyChoice {
   std::shared_ptr<Strategy> object;  // when set, used instead of `name`
 };
 
-// The strategy a name selects: "auto"/"single_device" or "ddp" (ValueError otherwise).
+// The strategy a name selects: "auto"/"single_device", "ddp" or "ddp_zero1" (ValueError
+// otherwise).
 std::shared_ptr<Strategy> make_strategy(const std::string& name);
 
 }  // namespace ath::train

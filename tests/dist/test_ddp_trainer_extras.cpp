@@ -1,0 +1,195 @@
+// The Trainer's data-parallel extras: log(..., sync_dist = true) reduces across ranks (step
+// values when logged, epoch values at the epoch's end), and strategy "ddp_zero1" (sharded
+// optimizer state) trains exactly as "ddp" and resumes from its own checkpoints.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "athanor/data/data.h"
+#include "athanor/optim/adam.h"
+#include "athanor/train/ddp_strategy.h"
+#include "athanor/train/trainer.h"
+#include "ddp_test_util.h"
+
+namespace ath::dist::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kBatch = 8, kBatchesPerRank = 4;
+
+// Keeps every call, on the ranks that get them (rank 0 only).
+class RecordingLogger : public train::Logger {
+ public:
+  std::string name() const override { return "recording"; }
+  void log_hyperparams(const nlohmann::json&) override {}
+  void log_metrics(const train::Metrics& m, int64_t) override { calls.push_back(m); }
+  std::vector<train::Metrics> calls;
+};
+
+class Regression : public train::TrainingModule {
+ public:
+  explicit Regression(uint64_t seed, bool log_rank_values = false)
+      : TrainingModule("Regression"), mlp_(seed), log_rank_values_(log_rank_values) {
+    register_module("mlp", mlp_);
+  }
+  Tensor forward(const Tensor& x) override { return mlp_(x); }
+  Tensor training_step(const data::Batch& batch, int64_t batch_idx) override {
+    if (log_rank_values_) {
+      // Rank r logs (r + 1) (1 + batch_idx): different on every rank.
+      const int rank = world().rank();
+      const double v = (rank + 1) * (1.0 + static_cast<double>(batch_idx));
+      log("synced", v, {.sync_dist = true});
+      log("local", v);
+      log("synced_epoch", v,
+          {.on_step = false, .on_epoch = true, .batch_size = rank + 1, .sync_dist = true});
+      log("synced_max", v,
+          {.on_step = false, .on_epoch = true, .reduce = train::Reduce::Max, .sync_dist = true});
+      log("local_epoch", v, {.on_step = false, .on_epoch = true});
+    }
+    return mse_loss(forward(batch[0]), batch[1]);
+  }
+  train::OptimizerConfig configure_optimizers() override {
+    optimizer = std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-2});
+    return {optimizer};
+  }
+  std::shared_ptr<optim::Adam> optimizer;
+
+ private:
+  Mlp mlp_;
+  bool log_rank_values_;
+};
+
+std::shared_ptr<data::TensorDataset> dataset(int64_t n) {
+  manual_seed(11);
+  return std::make_shared<data::TensorDataset>(data::TensorList{randn({n, 8}), randn({n, 4})});
+}
+
+train::TrainerOptions quiet(const fs::path& root, int64_t epochs) {
+  train::TrainerOptions o;
+  o.max_epochs = epochs;
+  o.default_root_dir = root.string();
+  o.enable_progress_bar = false;
+  o.enable_model_summary = false;
+  o.num_sanity_val_steps = 0;
+  o.log_every_n_steps = 1;
+  return o;
+}
+
+// A directory every rank of this run names alike (mpirun is the ranks' common parent).
+fs::path shared_root(const std::string& what) {
+  return fs::temp_directory_path() / ("athanor_" + what + "_" + std::to_string(::getppid()));
+}
+
+TEST(DDPTrainerLogging, SyncDistReducesAcrossRanks) {
+  Communicator& comm = world();
+  const double n = comm.world_size(), r = comm.rank();
+  const fs::path root = shared_root("sync_dist") / std::to_string(comm.rank());
+  fs::remove_all(root);
+  Regression model(100, /*log_rank_values=*/true);
+  train::TrainerOptions o = quiet(root, 1);
+  o.strategy = "ddp";
+  o.enable_checkpointing = false;
+  auto recorder = std::make_shared<RecordingLogger>();
+  o.loggers = {recorder};
+  train::Trainer trainer(o);
+  const auto data = dataset(kBatch * kBatchesPerRank * comm.world_size());
+  trainer.fit(model, data::make_loader(data, {.batch_size = kBatch}));
+
+  // Step values: the mean over ranks of (r + 1) (1 + b), i.e. rank 0's value x (n + 1) / 2.
+  if (comm.rank() == 0) {
+    int checked = 0;
+    for (const train::Metrics& m : recorder->calls) {
+      if (!m.contains("synced")) continue;
+      ASSERT_TRUE(m.contains("local"));
+      EXPECT_DOUBLE_EQ(m.at("synced"), m.at("local") * (n + 1) / 2);
+      ++checked;
+    }
+    EXPECT_EQ(checked, kBatchesPerRank);
+  } else {
+    EXPECT_TRUE(recorder->calls.empty()) << "only rank 0 writes logs";
+  }
+  const train::Metrics& cb = trainer.callback_metrics();
+  const double b = kBatchesPerRank, sum_b = b * (b + 1) / 2;  // sum over batches of (1 + b)
+  // Epoch values: the batch-size-weighted mean over every rank's batches (rank r's weight is
+  // r + 1), the max over all, and the unsynchronised one is this rank's own.
+  double num = 0, den = 0;
+  for (int k = 0; k < comm.world_size(); ++k) {
+    num += (k + 1) * (k + 1) * sum_b;
+    den += (k + 1) * b;
+  }
+  EXPECT_DOUBLE_EQ(cb.at("synced_epoch"), num / den);
+  EXPECT_DOUBLE_EQ(cb.at("synced_max"), n * b);
+  EXPECT_DOUBLE_EQ(cb.at("local_epoch"), (r + 1) * sum_b / b);
+  EXPECT_DOUBLE_EQ(cb.at("synced"), b * (n + 1) / 2);
+  EXPECT_DOUBLE_EQ(cb.at("local"), (r + 1) * b);
+  comm.barrier("sync_dist test done").wait();
+  fs::remove_all(root);
+}
+
+// One strategy's fit of `epochs` epochs from `ckpt`; returns the module.
+std::unique_ptr<Regression> fit(const std::string& strategy, int64_t epochs, const fs::path& root,
+                                const std::string& ckpt = "") {
+  Communicator& comm = world();
+  auto model = std::make_unique<Regression>(100 + static_cast<uint64_t>(comm.rank()));
+  train::TrainerOptions o = quiet(root, epochs);
+  o.strategy = strategy;
+  o.logger = false;
+  train::Trainer trainer(o);
+  const auto data = dataset(kBatch * kBatchesPerRank * comm.world_size());
+  trainer.fit(*model, data::make_loader(data, {.batch_size = kBatch, .shuffle = true, .seed = 9}),
+              nullptr, ckpt);
+  return model;
+}
+
+TEST(DDPTrainerZero, EqualsDdpAndResumes) {
+  Communicator& comm = world();
+  const fs::path root = shared_root("zero_fit");
+  if (comm.rank() == 0) fs::remove_all(root);
+  comm.barrier("zero fit test start").wait();
+
+  auto plain = fit("ddp", 2, root / "plain");
+  auto sharded = fit("ddp_zero1", 2, root / "sharded");
+  EXPECT_EQ(max_abs_param_diff(*plain, *sharded), 0.0) << "ddp_zero1 is ddp, bit for bit";
+  EXPECT_GT(max_abs_param_diff(*plain, Regression(100)), 1e-3);
+
+  // The optimizer's state: about 1/N of it on each rank.
+  int64_t full = 0, mine = 0;
+  for (std::size_t i = 0; i < plain->optimizer->params(0).size(); ++i) {
+    for (const auto& [name, t] : plain->optimizer->state(0, i).tensors)
+      full += static_cast<int64_t>(t.nbytes());
+    for (const auto& [name, t] : sharded->optimizer->state(0, i).tensors)
+      mine += static_cast<int64_t>(t.nbytes());
+  }
+  EXPECT_GT(full, 0);
+  EXPECT_LE(mine, full / comm.world_size() + full / 4 / comm.world_size());
+  if (comm.world_size() > 1) {
+    EXPECT_LT(mine, full);
+  }
+
+  // Resume: one epoch sharded, then the second from its checkpoint (full state inside).
+  fit("ddp_zero1", 1, root / "first");
+  std::string ckpt;
+  for (const auto& e : fs::recursive_directory_iterator(root / "first")) {
+    if (e.path().extension() == ".ckpt") ckpt = e.path().string();
+  }
+  ASSERT_FALSE(ckpt.empty()) << "no checkpoint under " << root / "first";
+  auto resumed = fit("ddp_zero1", 2, root / "resumed", ckpt);
+  EXPECT_EQ(max_abs_param_diff(*resumed, *sharded), 0.0);
+  // And the checkpoint of a sharded run resumes an unsharded one, exactly too.
+  auto resumed_plain = fit("ddp", 2, root / "resumed_plain", ckpt);
+  EXPECT_EQ(max_abs_param_diff(*resumed_plain, *plain), 0.0);
+  comm.barrier("zero fit test done").wait();
+  if (comm.rank() == 0) fs::remove_all(root);
+}
+
+TEST(DDPTrainerZero, StrategyNames) {
+  train::TrainerOptions o;
+  o.strategy = "ddp_zero1";
+  train::Trainer trainer(o);
+  EXPECT_EQ(trainer.strategy().name(), "ddp_zero1");
+  EXPECT_THROW(train::DDPStrategy({}, 2), ValueError);
+}
+
+}  // namespace
+}  // namespace ath::dist::testing
