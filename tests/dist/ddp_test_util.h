@@ -71,6 +71,24 @@ inline double max_abs_param_diff(const nn::Module& a, const nn::Module& b) {
   return worst;
 }
 
+// One step of each side of an equivalence test on the batch step_data(step, rows_per_rank x
+// world size): `ddp` (with `opt` over its module) on this rank's rows, `reference` (with
+// `ref_opt`) on all of them, both by mean squared error.
+inline void step_alongside(DistributedDataParallel& ddp, optim::Optimizer& opt,
+                           nn::Module& reference, optim::Optimizer& ref_opt, int64_t step,
+                           int64_t rows_per_rank) {
+  Communicator& comm = ddp.communicator();
+  const auto [x, y] = step_data(step, rows_per_rank * comm.world_size());
+  const int64_t first = rows_per_rank * comm.rank();
+  opt.zero_grad();
+  mse_loss(ddp(rows_of(x, first, rows_per_rank)), rows_of(y, first, rows_per_rank)).backward();
+  ddp.finish_gradient_sync();
+  opt.step();
+  ref_opt.zero_grad();
+  mse_loss(reference(x), y).backward();
+  ref_opt.step();
+}
+
 // Every rank's copy of `t` (flattened, float64) is identical: all-gathers and compares.
 inline void expect_same_on_all_ranks(Communicator& comm, const Tensor& t, const std::string& what) {
   Tensor mine = t.detach().to(kFloat64).contiguous().reshape({-1});

@@ -36,18 +36,8 @@ TEST(DDP, EquivalentToOneProcessOnTheWholeBatch) {
   ASSERT_EQ(ddp.buckets().size(), 2u);
   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD ref_opt(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
-  for (int64_t step = 0; step < 50; ++step) {
-    const auto [x, y] = step_data(step, kRowsPerRank * n);
-    opt.zero_grad();
-    mse_loss(ddp(rows_of(x, kRowsPerRank * r, kRowsPerRank)),
-             rows_of(y, kRowsPerRank * r, kRowsPerRank))
-        .backward();
-    ddp.finish_gradient_sync();
-    opt.step();
-    ref_opt.zero_grad();
-    mse_loss(reference(x), y).backward();
-    ref_opt.step();
-  }
+  for (int64_t step = 0; step < 50; ++step)
+    step_alongside(ddp, opt, reference, ref_opt, step, kRowsPerRank);
   const double diff = max_abs_param_diff(model, reference);
   EXPECT_LE(diff, 1e-6) << "after 50 steps on " << n << " rank(s)";
   // The reference moved away from the start (the test would notice a no-op DDP step).

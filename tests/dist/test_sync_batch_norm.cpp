@@ -194,24 +194,14 @@ struct BnNet : nn::Module {
 
 TEST(SyncBatchNorm, DdpTrainingEqualsOneProcess) {
   Communicator& comm = world();
-  const int64_t n = comm.world_size(), r = comm.rank();
+  const int64_t r = comm.rank();
   BnNet model(200 + static_cast<uint64_t>(r)), reference(200);
   EXPECT_EQ(convert_sync_batchnorm(model), 1);
   DistributedDataParallel ddp(model);
   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD ref_opt(reference.parameters(), {.lr = 0.1, .momentum = 0.9});
-  for (int64_t step = 0; step < 20; ++step) {
-    const auto [x, y] = step_data(step, kRowsPerRank * n);
-    opt.zero_grad();
-    mse_loss(ddp(rows_of(x, kRowsPerRank * r, kRowsPerRank)),
-             rows_of(y, kRowsPerRank * r, kRowsPerRank))
-        .backward();
-    ddp.finish_gradient_sync();
-    opt.step();
-    ref_opt.zero_grad();
-    mse_loss(reference(x), y).backward();
-    ref_opt.step();
-  }
+  for (int64_t step = 0; step < 20; ++step)
+    step_alongside(ddp, opt, reference, ref_opt, step, kRowsPerRank);
   EXPECT_LE(max_abs_param_diff(model, reference), 1e-5);
   EXPECT_LE(max_diff(model.bn->running_mean, reference.bn->running_mean), 1e-5);
   EXPECT_LE(max_diff(model.bn->running_var, reference.bn->running_var), 1e-5);
