@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
 #include <new>
 #include <system_error>
 
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
 #include "athanor/cli/inspect.h"
+#include "athanor/cli/launch.h"
 #include "athanor/cli/run.h"
+#include "athanor/dist/world.h"
 #include "athanor/train/checkpoint.h"
 
 namespace ath::cli {
@@ -23,6 +27,18 @@ struct ConfigCommand {
 
 constexpr const char* kConfigHelp =
     "\nConfig keys (override with --key=value or --key value; values are YAML):\n";
+
+// The exit status of a command that failed. One rank of a multi-process run ends its process
+// at once, without MPI_Finalize: mpirun then stops every rank, instead of the others waiting
+// in their next collective until its deadline.
+int end_rank(int status, std::ostream& err) {
+  if (dist::initialized() && dist::world().world_size() > 1) {
+    err.flush();
+    std::cout.flush();
+    std::_Exit(status);
+  }
+  return status;
+}
 
 // A standard library exception in words a user can act on (std::bad_alloc's what() is only
 // "std::bad_alloc"; a thread that cannot start says only "Resource temporarily unavailable").
@@ -116,16 +132,22 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
     // checkpoint for another model, corrupt data) — and 1 when the run itself failed (a
     // non-finite loss under detect_anomaly, out of memory, a system failure).
     try {
+      // trainer.devices x num_nodes > 1: this process starts the ranks through mpirun and
+      // returns their exit status; each rank runs the command itself.
+      if (c.app->get_name() == "fit") {
+        const int launched = launch_if_needed(config, argc, argv, err);
+        if (launched >= 0) return launched;
+      }
       return run_command(c.app->get_name(), config, out);
     } catch (const AutogradError& e) {  // training went wrong, not its input
       err << "athanor: error: " << e.what() << "\n";
-      return 1;
+      return end_rank(1, err);
     } catch (const Error& e) {
       err << "athanor: error: " << e.what() << "\n";
-      return 2;
+      return end_rank(2, err);
     } catch (const std::exception& e) {  // std::bad_alloc, std::system_error, ...
       err << "athanor: error: running '" << c.app->get_name() << "': " << describe(e) << "\n";
-      return 1;
+      return end_rank(1, err);
     }
   }
   err << "athanor: error: no subcommand\n";

@@ -173,8 +173,24 @@ void add_trainer(Schema& s, const std::vector<ClassSpec>& callbacks) {
   add({.path = "strategy",
        .default_value = "auto",
        .help = "Where training runs: one process (auto), or data-parallel over the ranks of "
-               "`mpirun -n N` (ddp; ddp_zero1 also shards the optimizer state)",
+               "`mpirun -n N` (ddp; ddp_zero1 also shards the optimizer state); auto is ddp "
+               "when devices x num_nodes > 1",
        .choices = {"auto", "single_device", "ddp", "ddp_zero1"}});
+  add({.path = "devices",
+       .default_value = 1,
+       .help = "Processes per machine; above 1, athanor starts them itself through mpirun (each "
+               "gets an equal share of the cores)",
+       .check = at_least(1)});
+  add({.path = "num_nodes",
+       .default_value = 1,
+       .help = "Machines; above 1, mpirun starts `devices` processes on each machine of "
+               "trainer.hostfile",
+       .check = at_least(1)});
+  add({.path = "hostfile",
+       .default_value = nullptr,
+       .help = "An OpenMPI hostfile naming the machines (required when num_nodes > 1)",
+       .type = VT::kString,
+       .nullable = true});
   add({.path = "deterministic",
        .default_value = false,
        .help = "Refuse nondeterministic algorithms (athanor's CPU kernels always are)"});

@@ -12,6 +12,7 @@
 #include "athanor/cli/callbacks_config.h"
 #include "athanor/cli/schema.h"
 #include "athanor/data/data.h"
+#include "athanor/dist/world.h"
 #include "athanor/graph/compile.h"
 #include "athanor/models/char_lstm.h"
 #include "athanor/models/char_transformer.h"
@@ -153,6 +154,17 @@ train::TrainerOptions trainer_options(const json& config) {
   o.gradient_clip_algorithm = t.at("gradient_clip_algorithm").get<std::string>();
   o.precision = t.at("precision").get<std::string>();
   o.strategy = t.at("strategy").get<std::string>();
+  const int64_t processes = t.at("devices").get<int64_t>() * t.at("num_nodes").get<int64_t>();
+  if (processes > 1) {
+    ATH_CHECK(o.strategy.name != "single_device", ValueError,
+              "trainer.strategy=single_device runs one process, but trainer.devices x "
+              "trainer.num_nodes asks for {}",
+              processes);
+    if (o.strategy.name == "auto") o.strategy = "ddp";
+    ATH_CHECK(!dist::launched_by_mpi() || dist::world().world_size() == processes, ValueError,
+              "trainer.devices x trainer.num_nodes is {}, but mpirun started {} processes",
+              processes, dist::world().world_size());
+  }
   o.deterministic = t.at("deterministic").get<bool>();
   const json& fdr = t.at("fast_dev_run");
   o.fast_dev_run = fdr.is_boolean() ? (fdr.get<bool>() ? 1 : 0) : fdr.get<int64_t>();
@@ -272,53 +284,56 @@ int run_command(const std::string& subcommand, const json& config, std::ostream&
       config.at("ckpt_path").is_null() ? std::string() : config.at("ckpt_path").get<std::string>();
 
   train::Trainer trainer(opts);
+  // What the run reports is printed once, by rank 0 of a data-parallel run.
+  std::ostream silent(nullptr);
+  std::ostream& report = trainer.is_global_zero() ? out : silent;
   if (subcommand == "fit") {
     trainer.fit(*task, data.train, data.val, ckpt);
     if (!trainer.restored_checkpoint().empty())
-      out << "resumed from: " << trainer.restored_checkpoint() << "\n";
+      report << "resumed from: " << trainer.restored_checkpoint() << "\n";
     // The main job's report: test the fitted model, say where everything went.
-    print_metrics(out, trainer.test(*task, data.test));
+    print_metrics(report, trainer.test(*task, data.test));
     if (const CompileStats* s = trainer.compile_stats()) {
-      out << "compiled training step: " << s->traces << " traces, " << s->replays << " replays, "
-          << s->eager_calls << " eager calls\n";
+      report << "compiled training step: " << s->traces << " traces, " << s->replays << " replays, "
+             << s->eager_calls << " eager calls\n";
     }
     for (const auto& cb : trainer.callbacks()) {
       if (const auto* mc = dynamic_cast<const train::ModelCheckpoint*>(cb.get())) {
         if (!mc->best_model_path().empty())
-          out << "best checkpoint: " << mc->best_model_path() << "\n";
+          report << "best checkpoint: " << mc->best_model_path() << "\n";
         if (!mc->last_model_path().empty())
-          out << "last checkpoint: " << mc->last_model_path() << "\n";
+          report << "last checkpoint: " << mc->last_model_path() << "\n";
       }
     }
     const std::string log_dir = trainer.log_dir();
     if (std::filesystem::exists(std::filesystem::path(log_dir) / "metrics.csv")) {
-      out << "metrics: " << (std::filesystem::path(log_dir) / "metrics.csv").string() << "\n";
+      report << "metrics: " << (std::filesystem::path(log_dir) / "metrics.csv").string() << "\n";
     }
     if (std::filesystem::exists(std::filesystem::path(log_dir) / "report.html")) {
-      out << "report: " << (std::filesystem::path(log_dir) / "report.html").string() << "\n";
+      report << "report: " << (std::filesystem::path(log_dir) / "report.html").string() << "\n";
     }
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
       if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
-        out << "tensorboard: tensorboard --logdir "
-            << std::filesystem::path(log_dir).parent_path().string() << "\n";
+        report << "tensorboard: tensorboard --logdir "
+               << std::filesystem::path(log_dir).parent_path().string() << "\n";
         break;
       }
     }
   } else if (subcommand == "validate") {
     ATH_CHECK(data.val != nullptr, cli::ConfigError,
               "validate needs a validation split (data.val_fraction > 0)");
-    print_metrics(out, trainer.validate(*task, data.val, ckpt));
+    print_metrics(report, trainer.validate(*task, data.val, ckpt));
   } else if (subcommand == "test") {
-    print_metrics(out, trainer.test(*task, data.test, ckpt));
+    print_metrics(report, trainer.test(*task, data.test, ckpt));
   } else {
     std::vector<Tensor> preds = trainer.predict(*task, data.test, ckpt);
     int64_t n = 0;
     for (const auto& p : preds) n += p.size(0);
-    out << fmt::format("predictions: {} batches, {} samples\n", preds.size(), n);
+    report << fmt::format("predictions: {} batches, {} samples\n", preds.size(), n);
   }
   if (subcommand != "fit" && !trainer.restored_checkpoint().empty())
-    out << "checkpoint: " << trainer.restored_checkpoint() << "\n";
+    report << "checkpoint: " << trainer.restored_checkpoint() << "\n";
   return 0;
 }
 

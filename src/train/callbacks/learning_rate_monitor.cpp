@@ -20,7 +20,9 @@ void LearningRateMonitor::on_train_start(Trainer& trainer, TrainingModule&) {
   // fast_dev_run and barebones switch logging off on purpose (Lightning swaps in a dummy
   // logger there): the monitor then has nothing to do, which is no configuration error.
   const TrainerOptions& o = trainer.options();
-  const bool logging_switched_off = o.fast_dev_run > 0 || o.barebones;
+  // Ranks other than 0 of a data-parallel run log nothing (Lightning's loggers are rank-zero
+  // only), so they have no logger on purpose too.
+  const bool logging_switched_off = o.fast_dev_run > 0 || o.barebones || !trainer.is_global_zero();
   ATH_CHECK(!trainer.loggers().empty() || logging_switched_off, ValueError,
             "LearningRateMonitor: the Trainer has no logger, so there is nowhere to log the "
             "learning rate (add a logger or remove the callback)");
