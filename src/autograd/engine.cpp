@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "athanor/core/yield_point.h"
 #include "athanor/ops/accumulate_grad.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/pointwise.h"
@@ -164,6 +165,9 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
       }
       if (--deps[e.node.get()] == 0 && queued.insert(e.node.get()).second) ready.push(e.node.get());
     }
+    // A communicator thread with collectives in flight (DDP's bucket all-reduces) gets the core
+    // between nodes: the scheduler would not preempt this thread for it.
+    yield_point();
   }
   queued_callbacks.run_all();
   return captured;

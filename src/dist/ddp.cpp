@@ -47,7 +47,6 @@ DDPState::DDPState(nn::Module& m, DDPOptions o, Communicator& c)
       timeline(o.timeline_steps, c.rank()) {
   // The trained parameters, each once (a tensor registered under two names is one parameter).
   std::set<const TensorImpl*> seen;
-  std::vector<BucketParam> sizes;
   for (auto& [name, p] : module.named_parameters()) {
     if (!p.defined() || !p.requires_grad() || !seen.insert(p.impl()).second) continue;
     ATH_CHECK(p.dtype() == kFloat32 || p.dtype() == kFloat64, DTypeError,
@@ -57,9 +56,13 @@ DDPState::DDPState(nn::Module& m, DDPOptions o, Communicator& c)
     params.push_back({.name = name, .param = p});
     sizes.push_back({.numel = p.numel(), .dtype = p.dtype()});
   }
-  const auto assignment =
-      assign_buckets(sizes, {.bucket_cap_bytes = options.bucket_cap_bytes,
-                             .first_bucket_cap_bytes = options.first_bucket_cap_bytes});
+  assign(assign_buckets(sizes, {.bucket_cap_bytes = options.bucket_cap_bytes,
+                                .first_bucket_cap_bytes = options.first_bucket_cap_bytes}));
+}
+
+void DDPState::assign(const std::vector<std::vector<int64_t>>& assignment) {
+  buckets.clear();
+  info.clear();
   for (const auto& members : assignment) {
     DDPBucket bucket;
     DDPBucketInfo description;
@@ -78,6 +81,37 @@ DDPState::DDPState(nn::Module& m, DDPOptions o, Communicator& c)
     buckets.push_back(std::move(bucket));
     info.push_back(std::move(description));
   }
+}
+
+// Registration order is only a guess at the order backward produces gradients (a pre-norm
+// transformer layer registers its LayerNorms last and uses them first, so a first bucket that
+// holds one waits for nearly the whole backward). As PyTorch's _rebuild_buckets: after the first
+// synchronised step the buckets are refilled in the order the gradients actually arrived.
+// Every rank takes rank 0's order, so all submit the same all-reduces even if their orders
+// differed. Parameters that got no gradient (find_unused_parameters) follow, in reverse
+// registration order. Each element's mean is the same wherever its bucket puts it.
+void DDPState::rebuild_buckets() {
+  buckets_rebuilt = true;
+  std::vector<int64_t> order = std::move(ready_order);
+  ready_order = {};
+  if (!options.rebuild_buckets) return;
+  std::vector<bool> arrived(params.size(), false);
+  for (int64_t i : order) arrived[static_cast<std::size_t>(i)] = true;
+  for (auto i = static_cast<int64_t>(params.size()) - 1; i >= 0; --i) {
+    if (!arrived[static_cast<std::size_t>(i)]) order.push_back(i);
+  }
+  if (!single) {
+    Tensor shared = from_vector(order);
+    comm.broadcast(shared, 0, "ddp bucket order").wait();
+    order = shared.to_vector<int64_t>();
+  }
+  auto assignment =
+      assign_buckets_in_order(sizes, order,
+                              {.bucket_cap_bytes = options.bucket_cap_bytes,
+                               .first_bucket_cap_bytes = options.first_bucket_cap_bytes});
+  std::vector<std::vector<int64_t>> current;
+  for (const auto& b : buckets) current.push_back(b.members);
+  if (assignment != current) assign(assignment);
 }
 
 }  // namespace detail

@@ -34,6 +34,7 @@ void DDPState::on_gradient(int64_t index) {
             "pass (its bucket {} is already being all-reduced)",
             p.name, p.bucket);
   p.ready = true;
+  if (!buckets_rebuilt) ready_order.push_back(index);
   DDPBucket& b = buckets[static_cast<std::size_t>(p.bucket)];
   if (--b.pending == 0) {
     b.timing.ready = Clock::now();
@@ -45,6 +46,7 @@ void DDPState::begin_step() {
   step_active = true;
   backward_ended = false;
   next_launch = 0;
+  ready_order.clear();
   for (auto& p : params) p.ready = false;
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     DDPBucket& b = buckets[i];
@@ -185,6 +187,7 @@ void DDPState::finish() {
   for (const auto& b : buckets) step.buckets.push_back(b.timing);
   timeline.add_step(std::move(step));
   reset_step();
+  if (!buckets_rebuilt) rebuild_buckets();
 }
 
 }  // namespace ath::dist::detail

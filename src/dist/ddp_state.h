@@ -3,7 +3,9 @@
 // synchronised backward begins it (and queues a callback marking the backward's end); each hook
 // marks its parameter ready, and a bucket whose parameters are all ready is launched once every
 // bucket before it has been (so all ranks submit the buckets in the same order whatever order
-// their gradients arrive in); finish() completes the step.
+// their gradients arrive in); finish() completes the step. The first synchronised step also
+// records the order the gradients arrived in; once it is finished the buckets are rebuilt in
+// rank 0's observed order (rebuild_buckets()).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,11 @@ struct DDPState {
 
   DDPState(nn::Module& m, DDPOptions o, Communicator& c);
 
+  // (Re)places every parameter in the buckets of `assignment` (ddp.cpp).
+  void assign(const std::vector<std::vector<int64_t>>& assignment);
+  // After the first synchronised step: rank 0's observed ready order, then the buckets by it.
+  void rebuild_buckets();
+
   // Hooks and the step (ddp_reducer.cpp).
   void on_gradient(int64_t index);
   void begin_step();
@@ -51,6 +58,7 @@ struct DDPState {
   Communicator& comm;
   bool single = false;  // a world of one process: no copies, no communication
   std::vector<DDPParam> params;
+  std::vector<BucketParam> sizes;  // of params, for the bucket assignment
   std::vector<DDPBucket> buckets;
   std::vector<DDPBucketInfo> info;
   DDPTimeline timeline;
@@ -62,6 +70,9 @@ struct DDPState {
   Clock::time_point backward_end{};
   int64_t next_launch = 0;
   int64_t steps_done = 0;
+  // Until the buckets are rebuilt: the parameters in the order their gradients arrived.
+  bool buckets_rebuilt = false;
+  std::vector<int64_t> ready_order;
 };
 
 }  // namespace ath::dist::detail

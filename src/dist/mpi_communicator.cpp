@@ -21,6 +21,9 @@ std::unique_ptr<Item> MpiCommunicator::make_item(Collective kind, std::string na
   item->kind = kind;
   item->timeout = timeout_of(call);
   item->state = std::make_shared<WorkState>(kind, name, WorkState::Clock::now() + item->timeout);
+  // Only the engine thread's polls move the call forward; it must get a core while the
+  // caller computes (core/yield_point.h).
+  item->state->request_yields();
   item->name = std::move(name);
   return item;
 }

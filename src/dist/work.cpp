@@ -15,6 +15,7 @@ void WorkState::complete() {
     if (status_ != Status::Pending) return;
     status_ = Status::Done;
     finished_at_ = Clock::now();
+    yield_.reset();
   }
   cv_.notify_all();
 }
@@ -25,6 +26,7 @@ void WorkState::fail(std::string message) {
     if (status_ != Status::Pending) return;
     status_ = Status::Failed;
     finished_at_ = Clock::now();
+    yield_.reset();
     error_ = std::move(message);
   }
   cv_.notify_all();

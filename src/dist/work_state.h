@@ -6,8 +6,10 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "athanor/core/yield_point.h"
 #include "athanor/dist/communicator.h"
 
 namespace ath::dist::detail {
@@ -22,6 +24,13 @@ class WorkState {
   Collective kind() const { return kind_; }
   const std::string& name() const { return name_; }
   Clock::time_point deadline() const { return deadline_; }
+
+  // Until the call finishes, compute threads yield at their yield points (core/yield_point.h):
+  // for a backend whose own thread must poll to move the call forward.
+  void request_yields() {
+    std::lock_guard lock(mutex_);
+    if (status_ == Status::Pending) yield_.emplace();
+  }
 
   // The first of complete()/fail() wins; both wake every waiter.
   void complete();
@@ -46,6 +55,7 @@ class WorkState {
   Status status_ = Status::Pending;
   Clock::time_point finished_at_{};
   std::string error_;
+  std::optional<YieldRequest> yield_;
 };
 
 }  // namespace ath::dist::detail

@@ -1,5 +1,6 @@
-// DistributedDataParallel's bucket assignment: reverse registration order, the first bucket's
-// smaller cap, the main cap, one dtype a bucket; and the buckets a wrapped MLP gets.
+// DistributedDataParallel's bucket assignment: reverse registration order or an observed order,
+// the first bucket's smaller cap, the main cap, one dtype a bucket; and the buckets a wrapped MLP
+// gets.
 #include "ddp_test_util.h"
 #include "support/expect_error.h"
 
@@ -58,6 +59,45 @@ TEST(DDPBuckets, OneDtypePerBucket) {
   const Buckets got =
       assign_buckets(params, {.bucket_cap_bytes = 1 << 20, .first_bucket_cap_bytes = 1 << 20});
   EXPECT_EQ(got, (Buckets{{3, 1}, {2, 0}}));
+}
+
+TEST(DDPBuckets, InObservedOrder) {
+  // The order the gradients arrived in, not reverse registration: 1 (400 B) reaches the first
+  // cap of 100 B; 4, 5, 0, 2 (680 B) the main cap of 600 B; 3 is left.
+  const std::vector<BucketParam> params = floats({10, 100, 50, 200, 100, 10});
+  EXPECT_EQ(assign_buckets_in_order(params, {1, 4, 5, 0, 2, 3},
+                                    {.bucket_cap_bytes = 600, .first_bucket_cap_bytes = 100}),
+            (Buckets{{1}, {4, 5, 0, 2}, {3}}));
+  // Reverse registration order is assign_buckets.
+  EXPECT_EQ(assign_buckets_in_order(params, {5, 4, 3, 2, 1, 0}), assign_buckets(params));
+}
+
+TEST(DDPBuckets, InObservedOrderInterleavesDtypes) {
+  std::vector<BucketParam> params = floats({10, 10, 10});
+  params[1].dtype = kFloat64;
+  // The float64 bucket closes first, but the float32 one's first gradient came first: it is
+  // launched first.
+  EXPECT_EQ(assign_buckets_in_order(params, {0, 1, 2},
+                                    {.bucket_cap_bytes = 80, .first_bucket_cap_bytes = 80}),
+            (Buckets{{0, 2}, {1}}));
+}
+
+TEST(DDPBuckets, BadOrderIsRefused) {
+  ath::testing::expect_error_naming(
+      [] {
+        assign_buckets_in_order(floats({1, 1}), {0});
+      },
+      "lists 1 indices for 2 parameters");
+  ath::testing::expect_error_naming(
+      [] {
+        assign_buckets_in_order(floats({1, 1}), {0, 2});
+      },
+      "index 2 at position 1");
+  ath::testing::expect_error_naming(
+      [] {
+        assign_buckets_in_order(floats({1, 1}), {1, 1});
+      },
+      "index 1 appears twice");
 }
 
 TEST(DDPBuckets, BadCapsAreRefused) {

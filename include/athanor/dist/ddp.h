@@ -1,7 +1,8 @@
 // DistributedDataParallel: data-parallel training of one Module replica per rank. At
 // construction it broadcasts rank 0's parameters and buffers to every rank, groups the
-// gradients into buckets (ddp_buckets.h: 25 MiB, the first 1 MiB, reverse registration order)
-// and registers a post-accumulate-grad hook on each parameter. During backward, as soon as every
+// gradients into buckets (ddp_buckets.h: 25 MiB, the first 1 MiB, reverse registration order;
+// rebuilt after the first synchronised step in the order the gradients actually arrived) and
+// registers a post-accumulate-grad hook on each parameter. During backward, as soon as every
 // gradient of a bucket has been accumulated, the bucket is copied into its flat buffer and
 // all-reduced (mean) asynchronously as "ddp bucket N", so communication overlaps the rest of
 // the backward pass. finish_gradient_sync(), between backward and the optimizer step, waits for
@@ -62,6 +63,10 @@ struct DDPOptions {
   // smaller cap of the first bucket, so that the first all-reduce starts early.
   int64_t bucket_cap_bytes = kDefaultBucketCapBytes;
   int64_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes;
+  // After the first synchronised step, refill the buckets in the order the gradients arrived
+  // in (rank 0's), instead of reverse registration order (ddp_buckets.h). Gradients are the
+  // same either way; only when each bucket can start changes.
+  bool rebuild_buckets = true;
   // Parameters without a gradient in a step count as zeros instead of being an error.
   bool find_unused_parameters = false;
   // Broadcast rank 0's buffers before every forward through operator().
@@ -123,6 +128,8 @@ class DistributedDataParallel {
   void set_require_gradient_sync(bool on);
   bool require_gradient_sync() const;
 
+  // The current buckets, in launch order. With rebuild_buckets they change once, when the first
+  // synchronised step is finished (a reference taken before then sees the new ones).
   const std::vector<DDPBucketInfo>& buckets() const;
   const DDPTimeline& timeline() const;
   DDPTimeline& timeline();

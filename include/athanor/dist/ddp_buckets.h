@@ -3,7 +3,11 @@
 // order backward usually produces their gradients), a bucket holds one dtype, and it closes
 // once it holds at least its cap in bytes (so it may pass the cap by one parameter). The first
 // bucket's cap is small (1 MiB) so that communication starts early in the backward pass; the
-// others take the main cap (25 MiB).
+// others take the main cap (25 MiB). Registration order is only a guess: a pre-norm
+// transformer layer registers its LayerNorms last but uses them first, so their gradients come
+// last. assign_buckets_in_order takes the order gradients were actually ready in, which DDP
+// observes in its first synchronised step and rebuilds its buckets by (PyTorch's
+// _rebuild_buckets).
 //
 //   std::vector<dist::BucketParam> params = {{.numel = 300'000}, {.numel = 100},
 //                                            {.numel = 200'000}, {.numel = 10}};
@@ -12,6 +16,13 @@
 //   // reverse order: params 3 and 2 fill the first bucket (800 bytes reached), 1 and 0 the next
 //   assert(buckets.size() == 2 && buckets[0] == std::vector<int64_t>({3, 2}));
 //   assert(buckets[1] == std::vector<int64_t>({1, 0}));
+//   // Gradients observed in the order 3, 1, 2, 0 (parameter 1 before 2): with a 400-byte first
+//   // cap the first bucket is 3 and 1, complete as soon as parameter 1's gradient is.
+//   auto rebuilt = dist::assign_buckets_in_order(params, {3, 1, 2, 0},
+//                                                {.bucket_cap_bytes = 1 << 20,
+//                                                 .first_bucket_cap_bytes = 400});
+//   assert(rebuilt.size() == 2 && rebuilt[0] == std::vector<int64_t>({3, 1}));
+//   assert(rebuilt[1] == std::vector<int64_t>({2, 0}));
 #pragma once
 
 #include <cstdint>
@@ -41,5 +52,13 @@ struct BucketParam {
 // bucket's cap.
 std::vector<std::vector<int64_t>> assign_buckets(const std::vector<BucketParam>& params,
                                                  const BucketCaps& caps = {});
+
+// The same, filling buckets in `order`: the order the gradients become ready in, listing every
+// index of `params` exactly once (ValueError naming the index otherwise). Each bucket lists its
+// members in that order, and the buckets come in the order of their first members.
+// assign_buckets(params, caps) is this with order = n-1, ..., 1, 0.
+std::vector<std::vector<int64_t>> assign_buckets_in_order(const std::vector<BucketParam>& params,
+                                                          const std::vector<int64_t>& order,
+                                                          const BucketCaps& caps = {});
 
 }  // namespace ath::dist
