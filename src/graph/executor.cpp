@@ -55,25 +55,36 @@ Executor::Executor(const Graph& graph, const MemoryPlan& plan) : Executor(graph)
       ATH_CHECK(v.origin == ValueOrigin::Node && v.node == b.first, ValueError,
                 "graph executor: the memory plan places %{} at node {}, but node {} made it",
                 b.value, b.first, v.node);
-      m.outputs.emplace_back(v.output, b.offset);
+      m.outputs.push_back({.index = v.output, .offset = b.offset});
     }
   }
   arena_bytes_ = plan.arena_bytes;
 }
 
-Tensor Executor::arena_slice(int64_t offset, const TensorMeta& meta) const {
-  auto* base = static_cast<std::byte*>(arena_.data_ptr()) + offset;
-  const auto bytes = static_cast<std::size_t>(numel(meta.shape)) * element_size(meta.dtype);
-  // Each slice is a storage of its own, as an allocated buffer would be (kernels that compare
-  // storages see distinct buffers); it keeps the arena alive should it ever outlive the run.
-  auto storage = StorageImpl::wrap(
-      base, bytes, [keep = arena_.impl_ptr()](void*) {}, meta.device);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), meta.shape,
-                                             contiguous_strides(meta.shape), 0, meta.dtype));
+void Executor::allocate_arena() const {
+  // What the caching allocator kept from the eager runs (the warm-up and the traces) is what
+  // the arena replaces: handed back first, so that the process never holds both.
+  empty_cache();
+  arena_ = empty({arena_bytes_}, kUInt8);
+  auto* base = static_cast<std::byte*>(arena_.data_ptr());
+  for (std::size_t k = 0; k < node_memory_.size(); ++k) {
+    for (const PlannedOutput& o : node_memory_[k].outputs) {
+      const TensorMeta& meta =
+          graph_.value(graph_.nodes[k].outputs[static_cast<std::size_t>(o.index)]).meta;
+      const auto bytes = static_cast<std::size_t>(numel(meta.shape)) * element_size(meta.dtype);
+      // Each slice is a storage of its own, as an allocated buffer would be (kernels that
+      // compare storages see distinct buffers); it keeps the arena alive should a view of it
+      // ever outlive the run.
+      o.storage = StorageImpl::wrap(
+          base + o.offset, bytes, [keep = arena_.impl_ptr()](void*) {}, meta.device);
+    }
+  }
 }
 
 void Executor::release_arena() const {
   if (arena_busy_.exchange(true, std::memory_order_acquire)) return;
+  for (const NodeMemory& m : node_memory_)
+    for (const PlannedOutput& o : m.outputs) o.storage.reset();
   arena_ = Tensor();
   arena_busy_.store(false, std::memory_order_release);
 }
@@ -110,9 +121,11 @@ void Executor::run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Te
   if (use_arena && n.op->kind != OpKind::View) {
     const NodeMemory& m = node_memory_[k];
     out.resize(n.outputs.size());
-    for (const auto& [i, offset] : m.outputs)
-      out[static_cast<std::size_t>(i)] =
-          arena_slice(offset, g.value(n.outputs[static_cast<std::size_t>(i)]).meta);
+    for (const PlannedOutput& o : m.outputs) {
+      const TensorMeta& meta = g.value(n.outputs[static_cast<std::size_t>(o.index)]).meta;
+      out[static_cast<std::size_t>(o.index)] = Tensor(std::make_shared<TensorImpl>(
+          o.storage, meta.shape, contiguous_strides(meta.shape), 0, meta.dtype));
+    }
     stats.arena_buffers += static_cast<int64_t>(m.outputs.size()) + (m.workspace_bytes > 0);
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (out[i].defined()) continue;
@@ -178,12 +191,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   const bool exclusive = !arena_busy_.exchange(true, std::memory_order_acquire);
   if (exclusive) claim.busy = &arena_busy_;
   const bool use_arena = exclusive && !node_memory_.empty();
-  if (use_arena && !arena_.defined()) {
-    // What the caching allocator kept from the eager runs (the warm-up and the traces) is what
-    // the arena replaces: handed back first, so that the process never holds both.
-    empty_cache();
-    arena_ = empty({arena_bytes_}, kUInt8);
-  }
+  if (use_arena && !arena_.defined()) allocate_arena();
   RunStats stats{.used_arena = use_arena};
   NoGradGuard no_grad;                // the backward is in the graph already
   detail::AutocastPause no_autocast;  // so are the casts

@@ -69,15 +69,22 @@ class Executor {
   void release_arena() const;
 
  private:
-  // Where a node's planned buffers go: (output index, arena offset) and its workspace.
+  // A planned output: which of its node's outputs, where in the arena, and the storage over
+  // that slice (made once, when the arena is allocated; each run views it anew).
+  struct PlannedOutput {
+    int32_t index = 0;
+    int64_t offset = 0;
+    mutable std::shared_ptr<StorageImpl> storage;
+  };
+  // Where a node's planned buffers go: its outputs and its workspace.
   struct NodeMemory {
-    std::vector<std::pair<int32_t, int64_t>> outputs;
+    std::vector<PlannedOutput> outputs;
     int64_t workspace_offset = -1;
     int64_t workspace_bytes = 0;
   };
   void run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Tensor>& inputs,
                 bool use_arena, RunStats& stats) const;
-  Tensor arena_slice(int64_t offset, const TensorMeta& meta) const;
+  void allocate_arena() const;
 
   const Graph& graph_;
   // Per node: the values whose last reader it is (released after it runs).
