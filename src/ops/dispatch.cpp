@@ -94,14 +94,8 @@ namespace {
 thread_local std::span<std::byte> t_workspace;
 }  // namespace
 
-WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device) : previous_(t_workspace) {
-  if (bytes == 0) {
-    t_workspace = {};
-    return;
-  }
-  buffer_ = empty({static_cast<int64_t>(bytes)}, kUInt8, device);
-  t_workspace = std::span<std::byte>(static_cast<std::byte*>(buffer_.data_ptr()), bytes);
-}
+WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device)
+    : WorkspaceScope(bytes, device, {}) {}
 
 WorkspaceScope::WorkspaceScope(std::size_t bytes, Device device, std::span<std::byte> provided)
     : previous_(t_workspace) {

@@ -146,6 +146,27 @@ class OpNode final : public Node {
   BackwardContext ctx_;
 };
 
+// The kernel half that call() and OpDef::run_into share: the in-place write checks, the input
+// promotion, the kernel lookup, its workspace (`workspace` when it is large enough, else
+// allocated) and the run. `outputs()` yields the output tensors; it is called inside the kernel
+// scope, since allocating them (empty()) is itself a dispatcher call the observer must not see.
+template <class A, class OutputsFn>
+void run_kernel(const Op<A>& op, TensorSpan inputs, const A& attrs, Device device,
+                const OutputSpec& out_spec, std::span<std::byte> workspace, OutputsFn&& outputs) {
+  if (op.writes_inputs) check_written_inputs(op, inputs, &attrs);
+  KernelScope kernel_scope;
+  std::vector<Tensor> converted;
+  TensorSpan kernel_inputs = promote(op, inputs, out_spec.kernel_dtype, converted);
+  auto kernel = op.typed_kernel(device.type, out_spec.kernel_dtype);
+  if (kernel == nullptr) missing_kernel(op, device.type, out_spec.kernel_dtype);
+  std::span<Tensor> out = outputs();
+  const OpSpec<A>& spec = op.spec();
+  WorkspaceScope scope(spec.workspace != nullptr ? spec.workspace(kernel_inputs, attrs) : 0, device,
+                       workspace);
+  kernel(kernel_inputs, out, attrs);
+  if (op.writes_inputs) bump_written_inputs(op, inputs, &attrs);
+}
+
 }  // namespace detail
 
 // Inside a kernel: the workspace its op declared (OpSpec::workspace), empty when none.
@@ -164,17 +185,10 @@ Outputs call(const Op<A>& op, TensorSpan inputs, const A& attrs = A{}) {
       outputs.push_back(spec.view(inputs[0], attrs));
     } else {
       OutputSpec out_spec = spec.infer(inputs, attrs);
-      if (op.writes_inputs) detail::check_written_inputs(op, inputs, &attrs);
-      detail::KernelScope kernel_scope;
-      std::vector<Tensor> converted;
-      TensorSpan kernel_inputs = detail::promote(op, inputs, out_spec.kernel_dtype, converted);
-      auto kernel = op.typed_kernel(device.type, out_spec.kernel_dtype);
-      if (kernel == nullptr) detail::missing_kernel(op, device.type, out_spec.kernel_dtype);
-      outputs = detail::allocate_outputs(out_spec, device);
-      detail::WorkspaceScope workspace(
-          spec.workspace != nullptr ? spec.workspace(kernel_inputs, attrs) : 0, device);
-      kernel(kernel_inputs, std::span<Tensor>(outputs.data(), outputs.size()), attrs);
-      if (op.writes_inputs) detail::bump_written_inputs(op, inputs, &attrs);
+      detail::run_kernel(op, inputs, attrs, device, out_spec, {}, [&] {
+        outputs = detail::allocate_outputs(out_spec, device);
+        return std::span<Tensor>(outputs.data(), outputs.size());
+      });
     }
   } catch (Error& e) {
     detail::add_context(e, op);
@@ -219,16 +233,7 @@ void Op<A>::run_into(TensorSpan inputs, std::span<Tensor> outputs, const void* a
     const Device device = detail::check_inputs(*this, inputs);
     const OutputSpec out_spec = spec_.infer(inputs, a);
     detail::check_provided_outputs(out_spec, device, outputs);
-    if (writes_inputs) detail::check_written_inputs(*this, inputs, attrs);
-    detail::KernelScope kernel_scope;
-    std::vector<Tensor> converted;
-    TensorSpan kernel_inputs = detail::promote(*this, inputs, out_spec.kernel_dtype, converted);
-    auto kernel = typed_kernel(device.type, out_spec.kernel_dtype);
-    if (kernel == nullptr) detail::missing_kernel(*this, device.type, out_spec.kernel_dtype);
-    detail::WorkspaceScope scope(spec_.workspace != nullptr ? spec_.workspace(kernel_inputs, a) : 0,
-                                 device, workspace);
-    kernel(kernel_inputs, outputs, a);
-    if (writes_inputs) detail::bump_written_inputs(*this, inputs, attrs);
+    detail::run_kernel(*this, inputs, a, device, out_spec, workspace, [&] { return outputs; });
   } catch (Error& e) {
     detail::add_context(e, *this);
     throw;
