@@ -3,7 +3,7 @@
 // bench/e2e/torch_ref.py.
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
-//               [--no-arena]
+//               [--no-arena] [--memory-budget-mb M]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
@@ -12,6 +12,8 @@
 // it); "passes_s" is the time of the passes, memory planning and executor preparation.
 // --no-arena: the compiled replays allocate through the caching allocator instead of the memory
 // plan's arena (CompileOptions::arena = false), for comparing the two.
+// --memory-budget-mb: the compiled step's arena may use M MB (CompileOptions::memory_budget):
+// cheap activations are recomputed in the backward instead of saved (the "remat" pass).
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -45,7 +47,8 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
-                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena]\n");
+                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
+                 "[--memory-budget-mb M]\n");
     return 2;
   }
   const std::string name = argv[1];
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   std::string precision_name = "32-true";
   bool compiled = false;
   bool arena = true;
+  double budget_mb = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
@@ -70,6 +74,7 @@ int main(int argc, char** argv) {
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
     if (flag == "--seed") seed = std::stoull(argv[i + 1]);
     if (flag == "--precision") precision_name = argv[i + 1];
+    if (flag == "--memory-budget-mb") budget_mb = std::stod(argv[i + 1]);
     ++i;
   }
   set_num_threads(threads);
@@ -98,7 +103,10 @@ int main(int argc, char** argv) {
     return train_step(*model, *opt, *precision, x, y);
   };
   std::optional<Compiled<decltype(eager_step)>> compiled_step;
-  if (compiled) compiled_step.emplace(eager_step, CompileOptions{.arena = arena});
+  if (compiled)
+    compiled_step.emplace(
+        eager_step,
+        CompileOptions{.arena = arena, .memory_budget = static_cast<int64_t>(budget_mb * 1e6)});
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
@@ -176,7 +184,7 @@ int main(int argc, char** argv) {
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
       "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
       "\"planned_arena_mb\": %s, \"planned_total_mb\": %s, \"passes_s\": %.4f, "
-      "\"traces\": %lld}\n",
+      "\"traces\": %lld, \"recomputed\": %zu}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
@@ -184,7 +192,10 @@ int main(int argc, char** argv) {
       compiled ? "true" : "false", trace_seconds, static_cast<double>(step_peak_live) / 1e6,
       planned(&graph::MemoryPlan::arena_bytes).c_str(), planned(nullptr).c_str(),
       compiled_step ? compiled_step->stats().pass_seconds : 0.0,
-      static_cast<long long>(compiled_step ? compiled_step->stats().traces : 0));
+      static_cast<long long>(compiled_step ? compiled_step->stats().traces : 0),
+      compiled_step && compiled_step->memory_plan()
+          ? compiled_step->memory_plan()->recomputed.size()
+          : std::size_t{0});
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());

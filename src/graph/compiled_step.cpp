@@ -128,17 +128,28 @@ struct CompiledStep::Impl {
       }
     }
     dump("0_traced", g);
-    PassOptions pass_options{.disabled = options.disable_passes, .verify = options.verify};
+    PassOptions pass_options{.disabled = options.disable_passes,
+                             .verify = options.verify,
+                             .memory_budget = options.memory_budget};
     int stage = 1;
     pass_options.after_each = [&](std::string_view pass, const Graph& after) {
       dump(fmt::format("{}_{}", stage++, pass), after);
     };
     p->report = run_passes(g, pass_options);
     p->memory = plan_memory(g);
+    p->memory.recomputed = p->report.remat.recomputed;
+    if (options.memory_budget > 0 && p->memory.arena_bytes > options.memory_budget) {
+      diagnose(
+          fmt::format("memory budget: the arena needs {} bytes, over the budget of {} ({} "
+                      "before recomputing {} values); nothing else live at its peak can be "
+                      "recomputed from what is still there",
+                      p->memory.arena_bytes, options.memory_budget, p->report.remat.arena_before,
+                      p->report.remat.recomputed.size()));
+    }
     if (options.verify) check_plan(g, p->memory);
     if (!options.debug_dir.empty()) {
       const auto dir = std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps);
-      std::ofstream(dir / "memory_plan.txt") << p->memory.report();
+      std::ofstream(dir / "memory_plan.txt") << p->memory.report(&g);
       std::ofstream(dir / "index.html") << debug_page(g, p->report, p->memory, stages);
       stages.clear();
     }

@@ -79,7 +79,7 @@ std::string debug_page(const Graph& g, const PassReport& report, const MemoryPla
        "(blue: activations and saved tensors, orange: kernel workspace); hover for its value."
        "</p>\n";
   s += memory_plan_svg(g, plan);
-  s += "<pre>" + xml_escape(plan.report()) + "</pre>\n<h2>The graph after each stage</h2>\n";
+  s += "<pre>" + xml_escape(plan.report(&g)) + "</pre>\n<h2>The graph after each stage</h2>\n";
   for (const auto& [name, text] : stages)
     s += fmt::format("<details><summary>{}</summary><pre>{}</pre></details>\n", xml_escape(name),
                      xml_escape(text));

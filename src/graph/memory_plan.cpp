@@ -68,16 +68,45 @@ int64_t MemoryPlan::total_bytes() const {
   return t;
 }
 
-std::string MemoryPlan::report() const {
+std::string MemoryPlan::report(const Graph* g) const {
   std::string s = "memory plan (bytes)\n";
   for (std::size_t c = 0; c < bytes.size(); ++c)
     s += fmt::format("  {:<30} {:>14}\n", category_name(static_cast<MemoryCategory>(c)), bytes[c]);
-  const int64_t live_peak = live_after_node.empty()
-                                ? 0
-                                : *std::max_element(live_after_node.begin(), live_after_node.end());
+  const auto peak_at = live_after_node.empty()
+                           ? live_after_node.end()
+                           : std::max_element(live_after_node.begin(), live_after_node.end());
+  const int64_t live_peak = peak_at == live_after_node.end() ? 0 : *peak_at;
   s += fmt::format("  {:<30} {:>14}  ({} buffers; most bytes live at once: {})\n", "arena",
                    arena_bytes, buffers.size(), live_peak);
   s += fmt::format("  {:<30} {:>14}\n", "total", total_bytes());
+  if (!recomputed.empty()) {
+    int64_t freed = 0;
+    for (const Recomputation& r : recomputed) freed += r.bytes;
+    s += fmt::format("recomputed in the backward instead of saved: {} values, {} bytes\n",
+                     recomputed.size(), freed);
+    for (const Recomputation& r : recomputed)
+      s += fmt::format("  {:>12}  {:<22} {}\n", r.bytes, r.type, r.op);
+  }
+  if (g != nullptr && peak_at != live_after_node.end()) {
+    const auto peak = static_cast<int32_t>(peak_at - live_after_node.begin());
+    std::vector<const Buffer*> live;
+    for (const Buffer& b : buffers)
+      if (b.first <= peak && peak <= b.last) live.push_back(&b);
+    std::stable_sort(live.begin(), live.end(),
+                     [](const Buffer* a, const Buffer* b) { return a->bytes > b->bytes; });
+    s += fmt::format("live at the peak (after node {}): {} buffers, largest first\n", peak,
+                     live.size());
+    for (std::size_t i = 0; i < live.size() && i < 12; ++i) {
+      const Buffer& b = *live[i];
+      const std::string what =
+          b.value == kNoValue
+              ? fmt::format("workspace of {}", g->nodes[static_cast<std::size_t>(b.first)].op->name)
+              : fmt::format("%{} = {} {}", b.value,
+                            g->nodes[static_cast<std::size_t>(b.first)].op->name,
+                            type_string(g->value(b.value).meta, g->value(b.value).strides));
+      s += fmt::format("  {:<48} {:>12}  (nodes {}..{})\n", what, b.bytes, b.first, b.last);
+    }
+  }
   return s;
 }
 

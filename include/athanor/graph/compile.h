@@ -70,6 +70,12 @@ struct CompileOptions {
   // memory plan's arena, allocated once per graph; false allocates them as eager execution
   // does (through the caching allocator).
   bool arena = true;
+  // Bytes the arena may use (activations, saved tensors, workspaces; not parameters, gradients
+  // or optimizer state). When the plan needs more, the "remat" pass recomputes cheap
+  // activations in the backward instead of saving them (graph::rematerialize; the plan's
+  // `recomputed` lists them). 0: no budget. A budget it cannot reach trains anyway, with a
+  // diagnostic.
+  int64_t memory_budget = 0;
   // Consecutive traces of one key that disagree before the key runs eagerly for good.
   int max_unstable_traces = 4;
   // Where to write each compiled graph (after tracing and after each pass, as text and

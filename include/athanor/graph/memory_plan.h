@@ -46,6 +46,14 @@ enum class MemoryCategory : uint8_t {
 };
 const char* category_name(MemoryCategory c);
 
+// A value the backward recomputes instead of keeping alive from the forward (a plan made under
+// a memory budget; see graph::rematerialize).
+struct Recomputation {
+  std::string op;    // the op that recomputes it
+  std::string type;  // "f32[64,512]"
+  int64_t bytes = 0;
+};
+
 struct MemoryPlan {
   struct Buffer {
     ValueId value = kNoValue;     // kNoValue for a workspace
@@ -62,11 +70,15 @@ struct MemoryPlan {
   // smaller than the largest of these.
   std::vector<int64_t> live_after_node;
 
+  // Under a memory budget: what the backward recomputes (CompileOptions::memory_budget).
+  std::vector<Recomputation> recomputed;
+
   int64_t category_bytes(MemoryCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
   // Persistent bytes (parameters, gradients, optimizer state, inputs, outputs) plus the arena.
   int64_t total_bytes() const;
-  // A table: bytes per category, the arena, the live peak, the largest buffers.
-  std::string report() const;
+  // A table: bytes per category, the arena and its live peak, what is recomputed; given the
+  // graph, also the buffers live at the peak (what the step saves there), largest first.
+  std::string report(const Graph* g = nullptr) const;
 };
 
 MemoryPlan plan_memory(const Graph& g);

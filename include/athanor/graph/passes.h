@@ -27,6 +27,10 @@
 // |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
 // | dce           | removes nodes none of whose results reach an output, a gradient, or a  |
 // |               | later live node; keeps every in-place write and every random draw      |
+// | remat         | only with a memory budget (PassOptions::memory_budget): recomputes     |
+// |               | cheap activations (element-wise ops, layer_norm, softmax, dropout from |
+// |               | its seed) where the backward reads them, instead of keeping them alive |
+// |               | from the forward, until the arena fits the budget (rematerialize)      |
 //
 // No pass reorders writes: a node that writes memory (an optimizer update, add_) stays, in its
 // place relative to every node that reads or writes the same buffer.
@@ -38,6 +42,7 @@
 #include <vector>
 
 #include "athanor/graph/graph.h"
+#include "athanor/graph/memory_plan.h"
 
 namespace ath::graph {
 
@@ -46,6 +51,20 @@ int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);
+
+struct RematReport {
+  int64_t arena_before = 0, arena_after = 0;
+  std::vector<Recomputation> recomputed;  // in the order chosen
+  bool met(int64_t budget) const { return arena_after <= budget; }
+};
+// Rematerialization: while the planned arena exceeds `arena_budget` bytes, takes the largest
+// buffer live across the arena's peak that a cheap node without side effects made, never written
+// in place, whose producer's inputs are still available at the buffer's first read after the
+// peak; moves its computation there (a copy of the producer, and of the views the reads go
+// through), so the original dies before the peak. Stops when the arena fits or nothing at the
+// peak qualifies (the report says how far it got). Results are bit-identical: the copy runs the
+// same kernel on the same inputs.
+RematReport rematerialize(Graph& g, int64_t arena_budget);
 
 // Whether a node must run even if nothing reads its results: it writes memory, or it draws
 // from a random generator (philox_seed_offset advances the generator's state).
@@ -58,6 +77,8 @@ void rewrite(Graph& g, const std::vector<bool>& keep, const std::vector<ValueId>
 struct PassOptions {
   std::vector<std::string> disabled;  // pass names to skip
   bool verify = true;                 // run the verifier after each pass
+  // Bytes the memory plan's arena may use; > 0 runs "remat" last (see rematerialize).
+  int64_t memory_budget = 0;
   // Called after each pass that ran (a debug dump writes the graph here).
   std::function<void(std::string_view pass, const Graph& g)> after_each;
 };
@@ -70,6 +91,7 @@ struct PassReport {
   };
   int nodes_before = 0;
   std::vector<Entry> passes;
+  RematReport remat;  // when "remat" ran
 };
 
 // The passes' names, in the order run_passes runs them.

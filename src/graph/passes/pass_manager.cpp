@@ -15,6 +15,8 @@ struct NamedPass {
   int (*run)(Graph&);
 };
 
+constexpr std::string_view kRemat = "remat";
+
 const std::vector<NamedPass>& passes() {
   // Folding first makes more nodes equal for CSE (and constants of 1 visible to simplify);
   // DCE last sweeps what the others left unused.
@@ -34,6 +36,7 @@ const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const NamedPass& p : passes()) n.push_back(p.name);
+    n.emplace_back(kRemat);
     return n;
   }();
   return names;
@@ -45,22 +48,30 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
               ValueError, "graph passes: no pass named '{}' (passes: {})", d,
               fmt::join(pass_names(), ", "));
   }
+  auto enabled = [&](std::string_view name) {
+    return std::find(options.disabled.begin(), options.disabled.end(), name) ==
+           options.disabled.end();
+  };
   PassReport report;
   report.nodes_before = static_cast<int>(g.nodes.size());
-  for (const NamedPass& p : passes()) {
-    if (std::find(options.disabled.begin(), options.disabled.end(), p.name) !=
-        options.disabled.end())
-      continue;
-    const int changed = p.run(g);
+  auto finish = [&](std::string_view name, int changed) {
     if (options.verify) {
       try {
         verify(g);
       } catch (Error& e) {
-        throw ValueError(fmt::format("after pass '{}': {}", p.name, e.what()));
+        throw ValueError(fmt::format("after pass '{}': {}", name, e.what()));
       }
     }
-    report.passes.push_back({p.name, changed, static_cast<int>(g.nodes.size())});
-    if (options.after_each) options.after_each(p.name, g);
+    report.passes.push_back({std::string(name), changed, static_cast<int>(g.nodes.size())});
+    if (options.after_each) options.after_each(name, g);
+  };
+  for (const NamedPass& p : passes()) {
+    if (enabled(p.name)) finish(p.name, p.run(g));
+  }
+  // Last: it plans memory, so it sees the graph the executor will run.
+  if (options.memory_budget > 0 && enabled(kRemat)) {
+    report.remat = rematerialize(g, options.memory_budget);
+    finish(kRemat, static_cast<int>(report.remat.recomputed.size()));
   }
   return report;
 }
