@@ -43,6 +43,17 @@ void Tracer::fail_active(std::string why) {
   if (self != nullptr && detail::t_observer == self) self->fail(std::move(why));
 }
 
+Tracer::Pause::Pause() {
+  if (t_tracer != nullptr && detail::t_observer == t_tracer) {
+    paused_ = detail::t_observer;
+    detail::t_observer = nullptr;
+  }
+}
+
+Tracer::Pause::~Pause() {
+  if (paused_ != nullptr) detail::t_observer = paused_;
+}
+
 void Tracer::on_host_read(const char* what) {
   Tracer* self = t_tracer;
   // Reads inside a kernel (the observer is paused there) are the op's own business.

@@ -10,10 +10,15 @@
 // - log() of a tensor inside training_step is captured: the tensor becomes an output of the
 //   graph and is logged after the step, on replays too. log() of a host number cannot be
 //   replayed: that step runs eagerly (the trace fails with a diagnostic).
-// - The hooks inside the step (on_before_zero_grad, on_before_backward, on_after_backward,
-//   on_before_optimizer_step) run only while a step is traced. If a callback or the module
-//   overrides one (step_hook_probe.h tells), every step of the fit runs eagerly instead, after
-//   one diagnostic, so the hook keeps Lightning's semantics.
+// - The hooks inside the step would run only while a step is traced, so a traced step checks
+//   whether a callback or the module overrides one (step_hook_probe.h tells), and the fit keeps
+//   Lightning's semantics, after one diagnostic:
+//   - on_after_backward or on_before_optimizer_step: the step is split there. Forward and
+//     backward replay as one graph; the hooks, clipping and the optimizer step then run
+//     eagerly, at every step.
+//   - on_before_zero_grad or on_before_backward: they run between the forward and its backward,
+//     which must stay one graph (a replay's loss carries no autograd history to backpropagate
+//     later), so every step runs eagerly.
 // - A data-parallel strategy reduces gradients outside the op registry, which a
 //   graph cannot hold yet: such a fit runs eagerly (the Trainer does not make this object).
 #pragma once
@@ -42,26 +47,43 @@ class CompiledTrainStep {
   // returns the loss (without autograd history).
   Tensor run(const data::Batch& batch, int64_t batch_idx, int64_t position, int64_t accumulate,
              bool step);
-  const CompileStats& stats() const { return compiled_.stats(); }
+  // The whole step's graphs and, once split, the forward-and-backward ones, counted together.
+  const CompileStats& stats() const;
   // Frees the compiled graphs' arenas until the next training step (before validation).
-  void release_memory() { compiled_.release_memory(); }
+  void release_memory() {
+    compiled_.release_memory();
+    forward_backward_.release_memory();
+  }
 
  private:
+  // Whole: one graph per key for everything. Split: forward and backward compiled, the rest
+  // eager (an after-backward hook is overridden). Eager: nothing compiled (a hook before the
+  // backward is overridden).
+  enum class Mode { Whole, Split, Eager };
   using StepFn = std::function<std::vector<Tensor>(const data::Batch&, bool, int64_t, bool)>;
   std::vector<Tensor> eager_step(const data::Batch& batch, bool first, int64_t accumulate,
                                  bool step);
+  // training_step, the loss checks and the backward, capturing what the step logs; returns the
+  // loss (detached) and the logged tensors. Detects an overridden hook before the backward.
+  std::vector<Tensor> forward_backward(const data::Batch& batch, bool first, int64_t accumulate,
+                                       const std::string& key);
+  // Runs `fn` (the whole step or its forward and backward) compiled and logs what it logged.
+  Tensor run_compiled(Compiled<StepFn>& fn, const data::Batch& batch, bool first,
+                      int64_t accumulate, bool step, const std::string& key);
   void log_outputs(const std::vector<CapturedLog>& logs);
 
   Trainer& trainer_;
   StepRunner& runner_;
   int64_t batch_idx_ = 0;     // training_step's argument for the call in flight
   bool ran_eagerly_ = false;  // the call in flight ran the step function (traced or eager)
-  bool hooks_overridden_ = false;
+  Mode mode_ = Mode::Whole;
   std::vector<CapturedLog> capture_;
   // The names and options each key's step logs, in order (its graph's outputs after the loss;
   // values are not kept).
   std::map<std::string, std::vector<CapturedLog>> logs_by_key_;
-  Compiled<StepFn> compiled_;
+  Compiled<StepFn> compiled_;          // Mode::Whole
+  Compiled<StepFn> forward_backward_;  // Mode::Split
+  mutable CompileStats stats_;         // both, merged by stats()
 };
 
 }  // namespace ath::train

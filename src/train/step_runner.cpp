@@ -4,6 +4,7 @@
 
 #include "athanor/autograd/engine.h"
 #include "athanor/core/error.h"
+#include "athanor/graph/tracer.h"
 
 namespace ath::train {
 
@@ -56,31 +57,48 @@ void StepRunner::check_loss(const Tensor& loss) const {
             "under NoGradGuard, or from detached tensors?)");
 }
 
-void StepRunner::backward(const Tensor& loss, int64_t position, int64_t accumulate) {
+void StepRunner::backward(const Tensor& loss, int64_t position, int64_t accumulate,
+                          PostHooks post_hooks) {
   if (position == 0) {
-    if (hooks_.on_before_zero_grad) hooks_.on_before_zero_grad(optimizer_);
+    if (hooks_.on_before_zero_grad) {
+      graph::Tracer::Pause hook_runs_eagerly;
+      hooks_.on_before_zero_grad(optimizer_);
+    }
     optimizer_.zero_grad();
   }
   Tensor scaled = accumulate > 1 ? loss / static_cast<double>(accumulate) : loss;
   scaled = trainer_.precision().scale_loss(scaled);
-  if (hooks_.on_before_backward) hooks_.on_before_backward(scaled);
+  if (hooks_.on_before_backward) {
+    graph::Tracer::Pause hook_runs_eagerly;
+    hooks_.on_before_backward(scaled);
+  }
   if (trainer_.options().detect_anomaly) {
     DetectAnomalyGuard anomaly;
     run_backward(scaled);
   } else {
     run_backward(scaled);
   }
+  if (post_hooks == PostHooks::Inside) on_after_backward();
+}
+
+void StepRunner::on_after_backward() {
+  graph::Tracer::Pause hook_runs_eagerly;
   if (hooks_.on_after_backward) hooks_.on_after_backward();
 }
 
-void StepRunner::optimizer_step() {
+void StepRunner::on_before_optimizer_step() {
+  graph::Tracer::Pause hook_runs_eagerly;
+  if (hooks_.on_before_optimizer_step) hooks_.on_before_optimizer_step(optimizer_);
+}
+
+void StepRunner::optimizer_step(PostHooks post_hooks) {
   trainer_.strategy().reduce_gradients(optimizer_);
   const TrainerOptions& o = trainer_.options();
   // As Lightning: the hook and the clipping see the gradients the optimizer will use (reduced
   // across ranks, unscaled by the precision plugin).
   Strategy& strategy = trainer_.strategy();
   trainer_.precision().optimizer_step(optimizer_, [&] {
-    if (hooks_.on_before_optimizer_step) hooks_.on_before_optimizer_step(optimizer_);
+    if (post_hooks == PostHooks::Inside) on_before_optimizer_step();
     module_.configure_gradient_clipping(optimizer_, o.gradient_clip_val, o.gradient_clip_algorithm);
     strategy.before_optimizer_step(optimizer_);  // after clipping: it saw every gradient
   });

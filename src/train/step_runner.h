@@ -11,6 +11,8 @@
 //         before_step = on_before_optimizer_step + module.configure_gradient_clipping(
 //         gradient_clip_val, gradient_clip_algorithm), run on the true (unscaled) gradients
 //
+// The hooks run outside any trace (graph::Tracer::Pause): a compiled step never records them; it
+// detects overrides and splits the step there (compiled_train_step.h).
 // The hooks are fit's (callbacks, then the module); the tuners pass none, as their steps are
 // not training steps a callback should see. Counting steps and stepping schedulers stay with
 // the caller.
@@ -42,11 +44,18 @@ class StepRunner {
   // What automatic optimization needs of training_step's loss: one element, with a gradient
   // path. Throws ShapeError / AutogradError saying what is wrong.
   void check_loss(const Tensor& loss) const;
+  // Where the hooks after the backward run: inside backward() and optimizer_step() (Inside), or
+  // left to the caller (Caller), which runs them through the two calls below — a compiled step
+  // split at those hooks (compiled_train_step.h) replays what lies between them.
+  enum class PostHooks { Inside, Caller };
   // Backpropagates micro-batch `position` (0-based) of a window of `accumulate`: zeroes the
   // gradients first when position is 0, and backpropagates loss / accumulate.
-  void backward(const Tensor& loss, int64_t position, int64_t accumulate);
+  void backward(const Tensor& loss, int64_t position, int64_t accumulate,
+                PostHooks post_hooks = PostHooks::Inside);
   // Reduces, clips and steps on the window's gradients.
-  void optimizer_step();
+  void optimizer_step(PostHooks post_hooks = PostHooks::Inside);
+  void on_after_backward();
+  void on_before_optimizer_step();
 
  private:
   Trainer& trainer_;

@@ -1,7 +1,8 @@
 // TrainerOptions::compile: a compiled fit computes bit for bit what the eager fit computes —
 // parameters, optimizer state, logged metrics — with gradient accumulation, clipping and a
-// learning-rate schedule, across a checkpoint and resume; steps that cannot be replayed (an
-// overridden step hook, log() of a host number) run eagerly after a diagnostic.
+// learning-rate schedule, across a checkpoint and resume; a step whose hooks after the backward
+// are overridden is split there; steps that cannot be replayed (an overridden hook before the
+// backward, log() of a host number) run eagerly after a diagnostic.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -108,11 +109,43 @@ TEST(TrainerCompile, GradientAccumulationAndClippingMatchEager) {
   EXPECT_LE(compiled.stats->graphs, 4);
 }
 
-TEST(TrainerCompile, AnOverriddenStepHookRunsEveryStepEagerly) {
+TEST(TrainerCompile, AnOverriddenHookAfterTheBackwardSplitsTheStepThere) {
+  // The hooks record what they see: the gradient at every backward, the learning rate and the
+  // gradient at every optimizer step.
+  std::vector<float> seen;
+  auto recording = [&] {
+    return std::make_shared<LambdaCallback>(
+        LambdaHooks{.on_after_backward =
+                        [&](Trainer&, TrainingModule& m) {
+                          seen.push_back(m.parameters()[0].grad().sum().item<float>());
+                        },
+                    .on_before_optimizer_step =
+                        [&](Trainer&, TrainingModule& m, optim::Optimizer& opt) {
+                          seen.push_back(static_cast<float>(opt.lr(0)));
+                          seen.push_back(m.parameters()[2].grad().abs().sum().item<float>());
+                        }});
+  };
+  TrainerOptions o = options(false);
+  o.accumulate_grad_batches = 2;
+  const FitResult eager = fit(o, false, {recording()});
+  const std::vector<float> eager_seen = seen;
+  seen.clear();
+  o.compile = true;
+  const FitResult compiled = fit(o, false, {recording()});
+  EXPECT_EQ(seen, eager_seen);  // at every step, on the same gradients, as Lightning runs them
+  EXPECT_EQ(eager_seen.size(), 14u + 2u * 8u);  // 14 backwards, 4 optimizer steps an epoch
+  EXPECT_TRUE(bitwise_equal(eager.params, compiled.params));
+  EXPECT_EQ(eager.metrics, compiled.metrics);
+  ASSERT_EQ(compiled.stats->diagnostics.size(), 1u);
+  EXPECT_NE(compiled.stats->diagnostics[0].find("split"), std::string::npos);
+  EXPECT_GE(compiled.stats->replays, 6);  // forward and backward replay
+}
+
+TEST(TrainerCompile, AnOverriddenHookBeforeTheBackwardRunsEveryStepEagerly) {
   int calls = 0;
   auto counting = [&] {
-    return std::make_shared<LambdaCallback>(
-        LambdaHooks{.on_after_backward = [&](Trainer&, TrainingModule&) { ++calls; }});
+    return std::make_shared<LambdaCallback>(LambdaHooks{
+        .on_before_backward = [&](Trainer&, TrainingModule&, const Tensor&) { ++calls; }});
   };
   const FitResult eager = fit(options(false), false, {counting()});
   const int eager_calls = calls;
@@ -122,7 +155,7 @@ TEST(TrainerCompile, AnOverriddenStepHookRunsEveryStepEagerly) {
   EXPECT_EQ(eager_calls, 14);
   EXPECT_TRUE(bitwise_equal(eager.params, compiled.params));
   ASSERT_EQ(compiled.stats->diagnostics.size(), 1u);
-  EXPECT_NE(compiled.stats->diagnostics[0].find("on_after_backward"), std::string::npos);
+  EXPECT_NE(compiled.stats->diagnostics[0].find("on_before_backward"), std::string::npos);
   EXPECT_EQ(compiled.stats->replays, 0);
 }
 

@@ -57,6 +57,19 @@ class Tracer final : public OpObserver {
   // Fails the trace recording on this thread, if any (code with a side effect a replay cannot
   // repeat calls it: the Trainer's log() of a host number inside a compiled step).
   static void fail_active(std::string why);
+  // Stops the trace recording on this thread, if any, from seeing what runs in this scope (its
+  // ops, its host reads): for user code that runs eagerly at every step beside a compiled one —
+  // the Trainer's step hooks, whose overrides it detects and splits the step at.
+  class Pause {
+   public:
+    Pause();
+    ~Pause();
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    OpObserver* paused_ = nullptr;
+  };
 
  private:
   struct Seen {
