@@ -45,6 +45,19 @@ double MeanMetric::compute() const { return weight_ == 0 ? kNaN : sum_ / weight_
 
 void MeanMetric::reset() { sum_ = weight_ = 0; }
 
+namespace {
+void check_state_size(const char* metric, std::span<const double> v, std::size_t n) {
+  ATH_CHECK(v.size() == n, ValueError, "{}: load_state: expected {} numbers, got {}", metric, n,
+            v.size());
+}
+}  // namespace
+
+void MeanMetric::load_state(std::span<const double> values) {
+  check_state_size("MeanMetric", values, 2);
+  sum_ = values[0];
+  weight_ = values[1];
+}
+
 // ---- SumMetric ----
 
 void SumMetric::update(double value) {
@@ -60,6 +73,12 @@ void SumMetric::update(const Tensor& value) {
 }
 
 double SumMetric::compute() const { return seen_ ? sum_ : kNaN; }
+
+void SumMetric::load_state(std::span<const double> values) {
+  check_state_size("SumMetric", values, 2);
+  sum_ = values[0];
+  seen_ = values[1] > 0;  // summed over ranks: how many had seen a value
+}
 
 void SumMetric::reset() {
   sum_ = 0;
@@ -105,6 +124,14 @@ double MeanSquaredError::forward(const Tensor& preds, const Tensor& target) {
 }
 
 double MeanSquaredError::compute() const { return value(sum_, count_); }
+
+void MeanSquaredError::load_state(std::span<const double> values) {
+  check_state_size("MeanSquaredError", values, 2);
+  ATH_CHECK(values[1] >= 0 && std::floor(values[1]) == values[1], ValueError,
+            "MeanSquaredError: load_state: {} is not a count", values[1]);
+  sum_ = values[0];
+  count_ = static_cast<int64_t>(values[1]);
+}
 
 void MeanSquaredError::reset() {
   sum_ = 0;

@@ -1,5 +1,6 @@
 #include "athanor/train/classification_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -110,7 +111,51 @@ double Accuracy::forward(const Tensor& preds, const Tensor& target) {
   return value(b);
 }
 
+std::vector<double> detail::ClassCounts::state() const {
+  std::vector<double> v{static_cast<double>(samples), static_cast<double>(correct)};
+  for (std::size_t k = 0; k < tp.size(); ++k) {
+    v.push_back(static_cast<double>(tp[k]));
+    v.push_back(static_cast<double>(fp[k]));
+    v.push_back(static_cast<double>(fn[k]));
+  }
+  return v;
+}
+
+namespace {
+
+// A count read back from a state: a non-negative whole number (exact in a double up to 2^53).
+int64_t state_count(const std::string& metric, double v) {
+  ATH_CHECK(v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v, ValueError,
+            "{}: load_state: {} is not a count", metric, v);
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+void detail::ClassCounts::load_state(const char* metric, std::span<const double> v,
+                                     int64_t num_classes) {
+  ATH_CHECK(v.size() >= 2 && (v.size() - 2) % 3 == 0, ValueError,
+            "{}: load_state: expected 2 + 3 x classes numbers, got {}", metric, v.size());
+  const auto classes = static_cast<int64_t>((v.size() - 2) / 3);
+  ATH_CHECK(num_classes == 0 || classes <= num_classes, ValueError,
+            "{}: load_state: the state has {} classes, the metric {}", metric, classes,
+            num_classes);
+  ClassCounts c;
+  c.samples = state_count(metric, v[0]);
+  c.correct = state_count(metric, v[1]);
+  c.resize(std::max(classes, num_classes));
+  for (std::size_t k = 0; k < static_cast<std::size_t>(classes); ++k) {
+    c.tp[k] = state_count(metric, v[2 + 3 * k]);
+    c.fp[k] = state_count(metric, v[3 + 3 * k]);
+    c.fn[k] = state_count(metric, v[4 + 3 * k]);
+  }
+  *this = std::move(c);
+}
+
 double Accuracy::compute() const { return value(counts_); }
+void Accuracy::load_state(std::span<const double> values) {
+  counts_.load_state("Accuracy", values, options_.num_classes);
+}
 void Accuracy::reset() { counts_ = {}; }
 
 // ---- Precision / Recall / F1 ----
@@ -158,6 +203,10 @@ double StatScoresMetric::compute() const { return value(counts_); }
 void StatScoresMetric::reset() {
   counts_ = {};
   counts_.resize(options_.num_classes);
+}
+
+void StatScoresMetric::load_state(std::span<const double> values) {
+  counts_.load_state(name().c_str(), values, options_.num_classes);
 }
 
 double Precision::score(int64_t tp, int64_t fp, int64_t) const {
@@ -215,6 +264,20 @@ Tensor ConfusionMatrix::compute() const {
 
 void ConfusionMatrix::reset() {
   table_.assign(static_cast<std::size_t>(options_.num_classes * options_.num_classes), 0);
+}
+
+std::vector<double> ConfusionMatrix::state() const {
+  return std::vector<double>(table_.begin(), table_.end());
+}
+
+void ConfusionMatrix::load_state(std::span<const double> values) {
+  ATH_CHECK(values.size() == table_.size(), ValueError,
+            "ConfusionMatrix: load_state: expected {} numbers ({} x {}), got {}", table_.size(),
+            options_.num_classes, options_.num_classes, values.size());
+  std::vector<int64_t> table(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    table[i] = state_count("ConfusionMatrix", values[i]);
+  table_ = std::move(table);
 }
 
 }  // namespace ath::train

@@ -28,6 +28,8 @@ class MeanMetric : public ScalarMetric {
   void update(const Tensor& value, const Tensor& weight = {});
   double compute() const override;
   void reset() override;
+  std::vector<double> state() const override { return {sum_, weight_}; }
+  void load_state(std::span<const double> values) override;
   double weight() const { return weight_; }  // total weight seen since the last reset
 
  private:
@@ -41,6 +43,8 @@ class SumMetric : public ScalarMetric {
   void update(const Tensor& value);  // adds all elements
   double compute() const override;   // NaN before any update
   void reset() override;
+  std::vector<double> state() const override { return {sum_, seen_ ? 1.0 : 0.0}; }
+  void load_state(std::span<const double> values) override;
 
  private:
   double sum_ = 0;
@@ -62,6 +66,8 @@ class MeanSquaredError : public ScalarMetric {
   double forward(const Tensor& preds, const Tensor& target);
   double compute() const override;
   void reset() override;
+  std::vector<double> state() const override { return {sum_, static_cast<double>(count_)}; }
+  void load_state(std::span<const double> values) override;
   int64_t count() const { return count_; }
 
  private:

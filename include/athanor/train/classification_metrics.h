@@ -39,6 +39,10 @@ struct ClassCounts {
   int64_t samples = 0, correct = 0;
   void resize(int64_t num_classes);
   void merge(const ClassCounts& other);
+  // [samples, correct, then tp, fp, fn of each class] (Metric::state).
+  std::vector<double> state() const;
+  // At least `num_classes` classes (0: as many as the state holds).
+  void load_state(const char* metric, std::span<const double> v, int64_t num_classes);
 };
 }  // namespace detail
 
@@ -61,6 +65,8 @@ class Accuracy : public ScalarMetric {
   double forward(const Tensor& preds, const Tensor& target);  // the batch's value, accumulated
   double compute() const override;
   void reset() override;
+  std::vector<double> state() const override { return counts_.state(); }
+  void load_state(std::span<const double> values) override;
   int64_t count() const { return counts_.samples; }
 
  private:
@@ -83,6 +89,8 @@ class StatScoresMetric : public ScalarMetric {
   double forward(const Tensor& preds, const Tensor& target);  // the batch's value, accumulated
   double compute() const override;
   void reset() override;
+  std::vector<double> state() const override { return counts_.state(); }
+  void load_state(std::span<const double> values) override;
   int64_t count() const { return counts_.samples; }
 
  protected:
@@ -145,6 +153,8 @@ class ConfusionMatrix : public Metric {
   // (C, C): int64 counts, or float64 when normalized (a 0/0 row or column gives zeros).
   Tensor compute() const;
   void reset() override;
+  std::vector<double> state() const override;  // the table, row-major
+  void load_state(std::span<const double> values) override;
 
  private:
   ConfusionMatrixOptions options_;

@@ -14,9 +14,15 @@
 //   assert(std::isnan(acc.compute()));
 //
 // Before any sample has been seen, every scalar metric's compute() returns NaN.
+//
+// Data-parallel runs: each rank's metric sees its own shard of the data. compute_synced()
+// (metric_sync.h) sums every rank's state — counts and sums, as torchmetrics' states with
+// dist_reduce_fx="sum" — and computes over all of them.
 #pragma once
 
+#include <span>
 #include <string>
+#include <vector>
 
 namespace ath::train {
 
@@ -26,6 +32,13 @@ class Metric {
   // The type name ("Accuracy"); errors from update() start with it.
   virtual std::string name() const = 0;
   virtual void reset() = 0;
+  // The state compute() reads, as numbers that add across processes: counts and sums. A
+  // metric whose classes grow with the data lays them out class by class at the end, so a
+  // shorter state reads as one whose missing classes have no samples.
+  virtual std::vector<double> state() const = 0;
+  // Replaces the state with `values`, laid out as state() lays it out (longer: more classes);
+  // a ValueError naming the metric for a layout it cannot hold.
+  virtual void load_state(std::span<const double> values) = 0;
 };
 
 // A metric whose value is one number: what the Trainer logs at epoch end.
