@@ -18,6 +18,7 @@ packages=(
   libyaml-cpp-dev        # run configs (athanor fit --config), hparams.yaml
   libcli11-dev           # the athanor command line
   libopenmpi-dev openmpi-bin  # the dist layer's collectives; mpirun for its tests
+  iproute2               # `ip netns`: two machines in namespaces (dist.two_nodes_netns)
   libgtest-dev libgmock-dev
   libbenchmark-dev
   dataset-fashion-mnist  # the main job's data
