@@ -48,6 +48,17 @@ void TrainingModule::manual_backward(const Tensor& loss) {
   ATH_CHECK(loss.defined() && loss.numel() == 1, ShapeError,
             "manual_backward: expected a one-element loss");
   backward({loss});
+  // Outside fit (a module used on its own) there is no strategy to synchronise through.
+  if (trainer_ != nullptr && trainer_->optimizer() != nullptr)
+    trainer_->strategy().reduce_gradients(*trainer_->optimizer());
+}
+
+void TrainingModule::manual_step() {
+  optim::Optimizer& opt = optimizer();
+  Strategy& strategy = trainer_->strategy();
+  strategy.before_optimizer_step(opt);
+  opt.step();
+  strategy.after_optimizer_step(opt);
 }
 
 void TrainingModule::clip_gradients(optim::Optimizer& opt, std::optional<double> clip_val,

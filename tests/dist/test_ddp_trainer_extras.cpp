@@ -27,11 +27,20 @@ class RecordingLogger : public train::Logger {
   std::vector<train::Metrics> calls;
 };
 
+// How training_step steps: automatic optimization, or manual through manual_step() or the
+// optimizer's own step().
+enum class Stepping { kAutomatic, kManualStep, kOptimizerStep };
+
 class Regression : public train::TrainingModule {
  public:
-  explicit Regression(uint64_t seed, bool log_rank_values = false)
-      : TrainingModule("Regression"), mlp_(seed), log_rank_values_(log_rank_values) {
+  explicit Regression(uint64_t seed, bool log_rank_values = false,
+                      Stepping stepping = Stepping::kAutomatic)
+      : TrainingModule("Regression"),
+        mlp_(seed),
+        log_rank_values_(log_rank_values),
+        stepping_(stepping) {
     register_module("mlp", mlp_);
+    set_automatic_optimization(stepping == Stepping::kAutomatic);
   }
   Tensor forward(const Tensor& x) override { return mlp_(x); }
   Tensor training_step(const data::Batch& batch, int64_t batch_idx) override {
@@ -47,7 +56,16 @@ class Regression : public train::TrainingModule {
           {.on_step = false, .on_epoch = true, .reduce = train::Reduce::Max, .sync_dist = true});
       log("local_epoch", v, {.on_step = false, .on_epoch = true});
     }
-    return mse_loss(forward(batch[0]), batch[1]);
+    Tensor loss = mse_loss(forward(batch[0]), batch[1]);
+    if (stepping_ == Stepping::kAutomatic) return loss;
+    optimizer->zero_grad();
+    manual_backward(loss);
+    if (stepping_ == Stepping::kManualStep) {
+      manual_step();
+    } else {
+      optimizer->step();
+    }
+    return loss;
   }
   train::OptimizerConfig configure_optimizers() override {
     optimizer = std::make_shared<optim::Adam>(parameters(), optim::AdamOptions{.lr = 1e-2});
@@ -58,6 +76,7 @@ class Regression : public train::TrainingModule {
  private:
   Mlp mlp_;
   bool log_rank_values_;
+  Stepping stepping_;
 };
 
 std::shared_ptr<data::TensorDataset> dataset(int64_t n) {
@@ -129,9 +148,11 @@ TEST(DDPTrainerLogging, SyncDistReducesAcrossRanks) {
 
 // One strategy's fit of `epochs` epochs from `ckpt`; returns the module.
 std::unique_ptr<Regression> fit(const std::string& strategy, int64_t epochs, const fs::path& root,
-                                const std::string& ckpt = "") {
+                                const std::string& ckpt = "",
+                                Stepping stepping = Stepping::kAutomatic) {
   Communicator& comm = world();
-  auto model = std::make_unique<Regression>(100 + static_cast<uint64_t>(comm.rank()));
+  auto model =
+      std::make_unique<Regression>(100 + static_cast<uint64_t>(comm.rank()), false, stepping);
   train::TrainerOptions o = quiet(root, epochs);
   o.strategy = strategy;
   o.logger = false;
@@ -180,6 +201,36 @@ TEST(DDPTrainerZero, EqualsDdpAndResumes) {
   auto resumed_plain = fit("ddp", 2, root / "resumed_plain", ckpt);
   EXPECT_EQ(max_abs_param_diff(*resumed_plain, *plain), 0.0);
   comm.barrier("zero fit test done").wait();
+  if (comm.rank() == 0) fs::remove_all(root);
+}
+
+// Bytes of optimizer state this rank holds.
+int64_t state_bytes(const Regression& m) {
+  int64_t bytes = 0;
+  for (std::size_t i = 0; i < m.optimizer->params(0).size(); ++i)
+    for (const auto& [name, t] : m.optimizer->state(0, i).tensors)
+      bytes += static_cast<int64_t>(t.nbytes());
+  return bytes;
+}
+
+TEST(DDPTrainerZero, ManualOptimizationEqualsAutomatic) {
+  // manual_backward leaves the mean over ranks in the gradients, and manual_step under
+  // ddp_zero1 is ZeRO's sharded step: both as automatic optimization computes, bit for bit.
+  Communicator& comm = world();
+  const fs::path root = shared_root("manual_fit");
+  if (comm.rank() == 0) fs::remove_all(root);
+  comm.barrier("manual fit test start").wait();
+  auto automatic = fit("ddp", 1, root / "automatic");
+  auto manual = fit("ddp", 1, root / "manual", "", Stepping::kManualStep);
+  auto raw_step = fit("ddp", 1, root / "raw", "", Stepping::kOptimizerStep);
+  auto sharded = fit("ddp_zero1", 1, root / "sharded", "", Stepping::kManualStep);
+  EXPECT_EQ(max_abs_param_diff(*automatic, *manual), 0.0);
+  EXPECT_EQ(max_abs_param_diff(*automatic, *raw_step), 0.0);
+  EXPECT_EQ(max_abs_param_diff(*automatic, *sharded), 0.0);
+  if (comm.world_size() > 1) {
+    EXPECT_LT(state_bytes(*sharded), state_bytes(*manual)) << "manual_step shards the state";
+  }
+  comm.barrier("manual fit test done").wait();
   if (comm.rank() == 0) fs::remove_all(root);
 }
 

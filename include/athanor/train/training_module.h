@@ -30,7 +30,7 @@
 //
 // Hooks are called in Lightning's order (each callback's first, then the module's); see
 // docs/trainer.md for the full sequence. Manual optimization: set_automatic_optimization(false),
-// then call optimizer(), manual_backward(loss) and optimizer().step() in training_step.
+// then call manual_backward(loss) and manual_step() (or optimizer().step()) in training_step.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +77,14 @@ class TrainingModule : public nn::Module {
   bool automatic_optimization() const { return automatic_optimization_; }
   void set_automatic_optimization(bool on) { automatic_optimization_ = on; }
   optim::Optimizer& optimizer();  // the configured optimizer (fit only)
+  // Backpropagates `loss`; under a data-parallel strategy the gradients are the mean over the
+  // ranks when it returns (as Lightning's manual_backward under DDP), so every manual backward
+  // communicates.
   void manual_backward(const Tensor& loss);
+  // Steps optimizer() through the Trainer's strategy: ZeRO's sharded step under "ddp_zero1"
+  // (each rank updates the parameters it owns, then they are broadcast). optimizer().step()
+  // gives the same parameters there, but every rank then keeps the whole optimizer state.
+  void manual_step();
   // Gradient clipping as the Trainer does it (algorithm "norm" or "value").
   void clip_gradients(optim::Optimizer& opt, std::optional<double> clip_val,
                       const std::string& algorithm = "norm");
