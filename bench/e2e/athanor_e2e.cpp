@@ -3,7 +3,7 @@
 // bench/e2e/torch_ref.py.
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
-//               [--no-arena] [--memory-budget-mb M]
+//               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]...
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
@@ -14,6 +14,7 @@
 // plan's arena (CompileOptions::arena = false), for comparing the two.
 // --memory-budget-mb: the compiled step's arena may use M MB (CompileOptions::memory_budget):
 // cheap activations are recomputed in the backward instead of saved (the "remat" pass).
+// --disable-pass: skips a compiler pass (graph/passes.h), to measure what it is worth.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
                  "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
-                 "[--memory-budget-mb M]\n");
+                 "[--memory-budget-mb M] [--disable-pass NAME]\n");
     return 2;
   }
   const std::string name = argv[1];
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   bool compiled = false;
   bool arena = true;
   double budget_mb = 0;
+  std::vector<std::string> disabled_passes;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     if (flag == "--seed") seed = std::stoull(argv[i + 1]);
     if (flag == "--precision") precision_name = argv[i + 1];
     if (flag == "--memory-budget-mb") budget_mb = std::stod(argv[i + 1]);
+    if (flag == "--disable-pass") disabled_passes.emplace_back(argv[i + 1]);
     ++i;
   }
   set_num_threads(threads);
@@ -104,9 +107,10 @@ int main(int argc, char** argv) {
   };
   std::optional<Compiled<decltype(eager_step)>> compiled_step;
   if (compiled)
-    compiled_step.emplace(
-        eager_step,
-        CompileOptions{.arena = arena, .memory_budget = static_cast<int64_t>(budget_mb * 1e6)});
+    compiled_step.emplace(eager_step,
+                          CompileOptions{.disable_passes = disabled_passes,
+                                         .arena = arena,
+                                         .memory_budget = static_cast<int64_t>(budget_mb * 1e6)});
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };

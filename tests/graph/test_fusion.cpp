@@ -331,7 +331,10 @@ TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
     EXPECT_EQ(bits(eager(x, y)), bits(compiled(x, y))) << "step " << i;
   }
   ASSERT_NE(compiled.graph(), nullptr);
-  EXPECT_EQ(compiled.graph()->count("relu"), 3);             // forward: conv, conv, linear
+  // Forward: each ReLU is the epilogue of the conv / linear before it (the "epilogue" pass).
+  EXPECT_EQ(compiled.graph()->count("relu"), 0);
+  EXPECT_EQ(compiled.graph()->count("convolution_relu"), 2);
+  EXPECT_EQ(compiled.graph()->count("linear_relu"), 1);
   EXPECT_EQ(compiled.graph()->count("fused_pointwise"), 3);  // one per ReLU backward
   EXPECT_EQ(compiled.graph()->count("gt"), 0);
   EXPECT_EQ(compiled.graph()->count("to_dtype"), 0);

@@ -6,6 +6,7 @@
 #include "athanor/graph/executor.h"
 #include "athanor/graph/passes.h"
 #include "athanor/graph/verify.h"
+#include "athanor/ops/epilogue.h"
 #include "graph_test_util.h"
 #include "support/expect_error.h"
 
@@ -169,6 +170,39 @@ TEST(GraphPasses, SimplifyLeavesWhatIsNotAnIdentity) {
   EXPECT_EQ(simplify(h), 0);
 }
 
+TEST(GraphPasses, EpilogueFusesAReluIntoTheProductOrConvolutionItAloneReads) {
+  Graph g;
+  const ValueId x = g.add_argument({{4, 8}, kFloat32});
+  const ValueId w = g.add_argument({{3, 8}, kFloat32});
+  const ValueId b = g.add_argument({{3}, kFloat32});
+  const ValueId img = g.add_argument({{1, 2, 5, 5}, kFloat32});
+  const ValueId k = g.add_argument({{3, 2, 3, 3}, kFloat32});
+  const ValueId h = g.add_node(op_linear(), NoAttrs{}, {x, w, b})[0];
+  const ValueId y = g.add_node(op_relu(), NoAttrs{}, {h})[0];
+  const ConvAttrs pad1{.pad_l = {1, 1}, .pad_r = {1, 1}};
+  const ValueId c = g.add_node(op_convolution(), pad1, {img, k})[0];
+  const ValueId cy = g.add_node(op_relu(), NoAttrs{}, {c})[0];
+  // A pre-activation something else reads too stays a linear and a relu.
+  const ValueId h2 = g.add_node(op_linear(), NoAttrs{}, {x, w})[0];
+  const ValueId y2 = g.add_node(op_relu(), NoAttrs{}, {h2})[0];
+  const ValueId both = g.add_node(op_add(), AlphaAttrs{}, {y2, h2})[0];
+  g.outputs = {y, cy, both};
+  const Tensor xs = randn({4, 8}), ws = randn({3, 8}), bs = randn({3}), is = randn({1, 2, 5, 5}),
+               ks = randn({3, 2, 3, 3});
+  const std::vector<Tensor> before = Executor(g).run({xs, ws, bs, is, ks});
+
+  EXPECT_EQ(fuse_epilogues(g), 2);
+  verify(g);
+  EXPECT_EQ(g.count("linear_relu"), 1);
+  EXPECT_EQ(g.count("convolution_relu"), 1);
+  EXPECT_EQ(g.count("linear"), 1);
+  EXPECT_EQ(g.count("relu"), 1);
+  const std::vector<Tensor> after = Executor(g).run({xs, ws, bs, is, ks});
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(before[i], after[i])) << i;
+  EXPECT_TRUE(equal(after[0], relu(linear(xs, ws, bs))));
+  EXPECT_EQ(fuse_epilogues(g), 0);  // nothing left to fuse
+}
+
 TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   Graph g;
   const ValueId x = g.add_argument({{3}, kFloat32});
@@ -182,16 +216,18 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(pass_names().back(), "remat");
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
-  EXPECT_EQ(r.passes[3].name, "fuse");
-  EXPECT_EQ(r.passes[3].changed, 0);  // exp has no fused form: add and neg stay single nodes
-  EXPECT_EQ(r.passes[4].name, "dce");
-  EXPECT_EQ(r.passes[4].changed, 1);
+  EXPECT_EQ(r.passes[3].name, "epilogue");
+  EXPECT_EQ(r.passes[4].name, "fuse");
+  EXPECT_EQ(r.passes[4].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[5].name, "dce");
+  EXPECT_EQ(r.passes[5].changed, 1);
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "fuse"}}).passes.size(),
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "epilogue", "fuse"}})
+                .passes.size(),
             0u);
 }
 

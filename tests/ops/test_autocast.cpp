@@ -46,7 +46,8 @@ TEST(Autocast, ThePolicyIsOneFieldOfEachOpDefinition) {
     if (op->autocast == AutocastPolicy::LowPrecision) low.insert(op->name);
     if (op->autocast == AutocastPolicy::Float32) f32.insert(op->name);
   }
-  EXPECT_EQ(low, (std::set<std::string>{"mm", "bmm", "matmul", "addmm", "linear", "convolution"}));
+  EXPECT_EQ(low, (std::set<std::string>{"mm", "bmm", "matmul", "addmm", "linear", "convolution",
+                                        "linear_relu", "convolution_relu"}));
   for (const char* name : {"softmax", "log_softmax", "attention_softmax", "layer_norm",
                            "group_norm", "batch_norm", "cross_entropy", "nll_loss", "mse_loss",
                            "sum", "mean", "norm", "logsumexp", "exp", "log", "cumsum"})

@@ -22,6 +22,9 @@
 // | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
 // |               | write between them reaches an input and none of their results is       |
 // |               | written later                                                          |
+// | epilogue      | a linear or forward convolution read only by a relu becomes            |
+// |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
+// |               | the output (a post-op), and the pre-activation is never stored         |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |
 // |               | bool -> float) whose intermediates nothing else reads into one         |
 // |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
@@ -49,6 +52,7 @@ namespace ath::graph {
 int fold_constants(Graph& g);
 int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
+int fuse_epilogues(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);
 

@@ -11,6 +11,7 @@
 #include "athanor/ops/ctc.h"
 #include "athanor/ops/indexing.h"
 #include "athanor/ops/linalg.h"
+#include "athanor/ops/epilogue.h"
 #include "athanor/ops/losses.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/optimizer_updates.h"

@@ -24,6 +24,7 @@ const std::vector<NamedPass>& passes() {
       {"fold", fold_constants},
       {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
+      {"epilogue", fuse_epilogues},
       {"fuse", fuse_pointwise},
       {"dce", eliminate_dead_code},
   };

@@ -9,6 +9,7 @@
 #include "athanor/ops/dispatch.h"
 #include "athanor/ops/reduction.h"
 #include "athanor/ops/views.h"
+#include "epilogue_shared.h"
 
 namespace ath {
 
@@ -118,6 +119,40 @@ ConvAttrs input_grad_attrs(const ConvAttrs& a, const Shape& x_shape, const Shape
 
 }  // namespace
 
+namespace detail {
+
+OutputSpec convolution_spec(TensorSpan in, const ConvAttrs& a) { return conv_spec(in, a); }
+
+void convolution_backward(BackwardContext& ctx, const ConvAttrs& a, const Tensor& g) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  const bool bias = ctx.num_inputs() == 3 && ctx.needs_grad(2);
+  const std::array<int64_t, 2> k{w.shape()[2], w.shape()[3]};
+  if (!a.transposed) {
+    if (ctx.needs_grad(0))
+      ctx.set_grad_input(0, convolution(g, w, {}, input_grad_attrs(a, x.shape(), w.shape())));
+    if (ctx.needs_grad(1) || bias) {
+      Tensor args[2] = {x, g};
+      Outputs o = call(op_convolution_backward_weight(), TensorSpan(args),
+                       ConvWeightGradAttrs{.geometry = a, .kernel = k, .with_bias = bias});
+      if (ctx.needs_grad(1)) ctx.set_grad_input(1, o[0]);
+      if (bias) ctx.set_grad_input(2, o[1]);
+    }
+  } else {
+    // y = conv^T(x, w): x is the forward convolution's output and y its input.
+    ConvAttrs fwd = a;
+    fwd.transposed = false;
+    if (ctx.needs_grad(0)) ctx.set_grad_input(0, convolution(g, w, {}, fwd));
+    if (ctx.needs_grad(1)) {
+      Tensor args[2] = {g, x};  // roles swapped: g is the forward input here
+      ctx.set_grad_input(1, call(op_convolution_backward_weight(), TensorSpan(args),
+                                 ConvWeightGradAttrs{.geometry = fwd, .kernel = k})[0]);
+    }
+    if (bias) ctx.set_grad_input(2, sum(g, {0, 2, 3}));
+  }
+}
+
+}  // namespace detail
+
 const Op<ConvAttrs>& op_convolution() {
   static const auto& op = define_op<ConvAttrs>({
       .name = "convolution",
@@ -128,34 +163,7 @@ const Op<ConvAttrs>& op_convolution() {
       .infer = conv_spec,
       .backward =
           [](BackwardContext& ctx, const ConvAttrs& a) {
-            const Tensor& g = ctx.grad_output(0);
-            const Tensor &x = ctx.input(0), &w = ctx.input(1);
-            const bool bias = ctx.num_inputs() == 3 && ctx.needs_grad(2);
-            const std::array<int64_t, 2> k{w.shape()[2], w.shape()[3]};
-            if (!a.transposed) {
-              if (ctx.needs_grad(0))
-                ctx.set_grad_input(
-                    0, convolution(g, w, {}, input_grad_attrs(a, x.shape(), w.shape())));
-              if (ctx.needs_grad(1) || bias) {
-                Tensor args[2] = {x, g};
-                Outputs o =
-                    call(op_convolution_backward_weight(), TensorSpan(args),
-                         ConvWeightGradAttrs{.geometry = a, .kernel = k, .with_bias = bias});
-                if (ctx.needs_grad(1)) ctx.set_grad_input(1, o[0]);
-                if (bias) ctx.set_grad_input(2, o[1]);
-              }
-            } else {
-              // y = conv^T(x, w): x is the forward convolution's output and y its input.
-              ConvAttrs fwd = a;
-              fwd.transposed = false;
-              if (ctx.needs_grad(0)) ctx.set_grad_input(0, convolution(g, w, {}, fwd));
-              if (ctx.needs_grad(1)) {
-                Tensor args[2] = {g, x};  // roles swapped: g is the forward input here
-                ctx.set_grad_input(1, call(op_convolution_backward_weight(), TensorSpan(args),
-                                           ConvWeightGradAttrs{.geometry = fwd, .kernel = k})[0]);
-              }
-              if (bias) ctx.set_grad_input(2, sum(g, {0, 2, 3}));
-            }
+            detail::convolution_backward(ctx, a, ctx.grad_output(0));
           },
   });
   return op;

@@ -3,6 +3,7 @@
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
+#include "epilogue_shared.h"
 
 namespace ath {
 
@@ -52,6 +53,53 @@ const Op<AddmmAttrs>& op_addmm() {
   return op;
 }
 
+namespace detail {
+
+OutputSpec linear_spec(TensorSpan in, const NoAttrs&) {
+  ATH_CHECK(in.size() == 2 || in.size() == 3, ValueError,
+            "expected (input, weight) or (input, weight, bias), got {} tensors", in.size());
+  const Tensor &x = in[0], &w = in[1];
+  ATH_CHECK(x.dim() >= 1 && w.dim() == 2, ShapeError,
+            "expected input [..., in] and weight [out, in], got shapes {} and {}",
+            to_string(x.shape()), to_string(w.shape()));
+  ATH_CHECK(x.shape()[x.dim() - 1] == w.shape()[1], ShapeError,
+            "input of shape {} has {} features but weight of shape {} expects {}",
+            to_string(x.shape()), x.shape()[x.dim() - 1], to_string(w.shape()), w.shape()[1]);
+  DType t = detail::matmul_dtype(x, w);
+  if (in.size() == 3) {
+    const Tensor& b = in[2];
+    ATH_CHECK(b.dim() == 1 && b.shape()[0] == w.shape()[0], ShapeError,
+              "bias of shape {} does not match weight of shape {} (expected [{}])",
+              to_string(b.shape()), to_string(w.shape()), w.shape()[0]);
+    t = promote_types(t, b.dtype());
+  }
+  Shape out(x.shape().begin(), x.shape().end() - 1);
+  out.push_back(w.shape()[0]);
+  return OutputSpec{{{out, t}}, t};
+}
+
+void linear_backward(BackwardContext& ctx, const Tensor& g) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  const int64_t out = w.shape()[0], in = w.shape()[1];
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.shape()[d];
+  if (ctx.needs_grad(0)) ctx.set_grad_input(0, matmul(g, w));
+  if (ctx.needs_grad(1) || ctx.num_inputs() == 3) {
+    Tensor g2 = g.reshape({rows, out});
+    // g^T x: copying the narrower of g and x for the transposed left operand (as
+    // left_transposed_product does); AccumulateGrad stores a contiguous copy.
+    if (ctx.needs_grad(1)) {
+      Tensor x2 = x.reshape({rows, in});
+      ctx.set_grad_input(1, in < out && x2.stride(-1) == 1 && g2.stride(-1) == 1
+                                ? mm(x2.t(), g2).t()
+                                : mm(g2.t(), x2));
+    }
+    if (ctx.num_inputs() == 3 && ctx.needs_grad(2)) ctx.set_grad_input(2, sum(g2, {0}));
+  }
+}
+
+}  // namespace detail
+
 const Op<NoAttrs>& op_linear() {
   static const auto& op = define_op<NoAttrs>({
       .name = "linear",
@@ -59,52 +107,9 @@ const Op<NoAttrs>& op_linear() {
       .num_inputs = -1,
       .autocast = AutocastPolicy::LowPrecision,
       .save_inputs = 0b011,
-      .infer =
-          [](TensorSpan in, const NoAttrs&) {
-            ATH_CHECK(in.size() == 2 || in.size() == 3, ValueError,
-                      "expected (input, weight) or (input, weight, bias), got {} tensors",
-                      in.size());
-            const Tensor &x = in[0], &w = in[1];
-            ATH_CHECK(x.dim() >= 1 && w.dim() == 2, ShapeError,
-                      "expected input [..., in] and weight [out, in], got shapes {} and {}",
-                      to_string(x.shape()), to_string(w.shape()));
-            ATH_CHECK(x.shape()[x.dim() - 1] == w.shape()[1], ShapeError,
-                      "input of shape {} has {} features but weight of shape {} expects {}",
-                      to_string(x.shape()), x.shape()[x.dim() - 1], to_string(w.shape()),
-                      w.shape()[1]);
-            DType t = detail::matmul_dtype(x, w);
-            if (in.size() == 3) {
-              const Tensor& b = in[2];
-              ATH_CHECK(b.dim() == 1 && b.shape()[0] == w.shape()[0], ShapeError,
-                        "bias of shape {} does not match weight of shape {} (expected [{}])",
-                        to_string(b.shape()), to_string(w.shape()), w.shape()[0]);
-              t = promote_types(t, b.dtype());
-            }
-            Shape out(x.shape().begin(), x.shape().end() - 1);
-            out.push_back(w.shape()[0]);
-            return OutputSpec{{{out, t}}, t};
-          },
-      .backward =
-          [](BackwardContext& ctx, const NoAttrs&) {
-            const Tensor& g = ctx.grad_output(0);
-            const Tensor &x = ctx.input(0), &w = ctx.input(1);
-            const int64_t out = w.shape()[0], in = w.shape()[1];
-            int64_t rows = 1;
-            for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.shape()[d];
-            if (ctx.needs_grad(0)) ctx.set_grad_input(0, matmul(g, w));
-            if (ctx.needs_grad(1) || ctx.num_inputs() == 3) {
-              Tensor g2 = g.reshape({rows, out});
-              // g^T x: copying the narrower of g and x for the transposed left operand (as
-              // left_transposed_product does); AccumulateGrad stores a contiguous copy.
-              if (ctx.needs_grad(1)) {
-                Tensor x2 = x.reshape({rows, in});
-                ctx.set_grad_input(1, in < out && x2.stride(-1) == 1 && g2.stride(-1) == 1
-                                          ? mm(x2.t(), g2).t()
-                                          : mm(g2.t(), x2));
-              }
-              if (ctx.num_inputs() == 3 && ctx.needs_grad(2)) ctx.set_grad_input(2, sum(g2, {0}));
-            }
-          },
+      .infer = detail::linear_spec,
+      .backward = [](BackwardContext& ctx,
+                     const NoAttrs&) { detail::linear_backward(ctx, ctx.grad_output(0)); },
   });
   return op;
 }

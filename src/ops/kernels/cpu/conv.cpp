@@ -4,7 +4,9 @@
 // outputs once (a transposed convolution's bias is added in a second pass over its output).
 #include "athanor/ops/conv.h"
 
+#include "athanor/ops/activations.h"
 #include "athanor/ops/copy.h"
+#include "athanor/ops/epilogue.h"
 #include "common/dnnl_utils.h"
 #include "common/register.h"
 #include "conv_kernels.h"
@@ -62,7 +64,7 @@ void backward_weights(const Tensor& x, const Tensor& dy, const Tensor& dw, const
   if (db) Tensor(*db).copy_(dbf);
 }
 
-void convolution_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a) {
+void convolution_into(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a, bool relu) {
   const Tensor& y = out[0];
   if (y.numel() == 0) return;
   Tensor x = in[0].contiguous(), w = in[1].contiguous();
@@ -70,14 +72,24 @@ void convolution_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a
   if (x.numel() == 0 || w.numel() == 0) {  // an empty sum: only the bias remains
     Tensor(y).zero_();
     if (b.defined()) add_channel_bias(y, b);
+    if (relu) Tensor(y).copy_(ath::relu(y));
     return;
   }
   if (!a.transposed) {
-    forward(x, w, b.defined() ? &b : nullptr, y, make_geometry(x.shape(), w.shape(), y.shape(), a));
+    ConvGeometry g = make_geometry(x.shape(), w.shape(), y.shape(), a);
+    g.relu = relu;
+    forward(x, w, b.defined() ? &b : nullptr, y, g);
   } else {
     backward_data(x, w, y, make_geometry(y.shape(), w.shape(), x.shape(), a));
     if (b.defined()) add_channel_bias(y, b);
   }
+}
+
+void convolution_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a) {
+  convolution_into(in, out, a, false);
+}
+void convolution_relu_kernel(TensorSpan in, std::span<Tensor> out, const ConvAttrs& a) {
+  convolution_into(in, out, a, true);
 }
 
 void weight_grad_kernel(TensorSpan in, std::span<Tensor> out, const ConvWeightGradAttrs& a) {
@@ -96,6 +108,8 @@ void weight_grad_kernel(TensorSpan in, std::span<Tensor> out, const ConvWeightGr
 const bool registered = [] {
   register_cpu<float, double, BFloat16, Half>(op_convolution(),
                                               []<class T>() { return &convolution_kernel; });
+  register_cpu<float, double, BFloat16, Half>(op_convolution_relu(),
+                                              []<class T>() { return &convolution_relu_kernel; });
   register_cpu<float, double, BFloat16, Half>(op_convolution_backward_weight(),
                                               []<class T>() { return &weight_grad_kernel; });
   return true;

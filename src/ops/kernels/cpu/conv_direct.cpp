@@ -75,6 +75,7 @@ void conv_forward_direct(const Tensor& src, const Tensor& w, const Tensor* bias,
                              }
                            }
                          }
+                         if (g.relu && !(acc > 0)) acc = acc != acc ? acc : 0;  // NaN stays
                          y[(no * g.oh + oy) * g.ow + ox] = static_cast<T>(acc);
                        }
                    }

@@ -112,6 +112,8 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
   key.add(t).add(g.n).add(g.c).add(g.h).add(g.w).add(g.o).add(g.kh).add(g.kw).add(g.oh).add(g.ow);
   for (int i = 0; i < 2; ++i) key.add(a.stride[i]).add(a.pad_l[i]).add(pad_r[i]).add(a.dilation[i]);
   key.add(a.groups).add(static_cast<int64_t>(with_bias)).add(static_cast<int64_t>(layout));
+  const bool relu = kind == PrimKind::ConvFwd && g.relu;
+  key.add(static_cast<int64_t>(relu));
   return cached_primitive<ConvEntry>(key, [&] {
     std::optional<SingleThreadBuild> one_thread;
     if (single_thread) one_thread.emplace();
@@ -133,6 +135,12 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
     auto e = std::make_shared<ConvEntry>();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr fwd_attr = attr;  // the backward primitives' hint has no epilogue
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      fwd_attr.set_post_ops(ops);
+    }
     try {
       auto fwd_desc =
           with_bias
@@ -141,7 +149,7 @@ std::shared_ptr<const ConvEntry> get_entry(PrimKind kind, const ConvGeometry& g,
                                                 pad_r)
               : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, any(src),
                                                 any(wei), any(dst), strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc fwd(fwd_desc, attr, cpu_engine());
+      dnnl::convolution_forward::primitive_desc fwd(fwd_desc, fwd_attr, cpu_engine());
       if (kind == PrimKind::ConvFwd) {
         e->prim = dnnl::convolution_forward(fwd);
         e->scratchpad = fwd.scratchpad_desc();

@@ -21,6 +21,7 @@ struct ConvGeometry {
   int64_t o = 0, kh = 0, kw = 0;       // output channels, kernel
   int64_t oh = 0, ow = 0;              // forward output
   ConvAttrs attrs;                     // stride, padding, dilation, groups
+  bool relu = false;                   // forward: a ReLU epilogue (convolution_relu)
 };
 
 // src/dst are the forward convolution's input and output shapes ([N, C, H, W], [N, O, OH, OW]).

@@ -3,6 +3,7 @@
 // Memory contract: reads the inputs in place (any strides), writes the contiguous output once.
 #include "athanor/ops/linalg.h"
 
+#include "athanor/ops/epilogue.h"
 #include "athanor/ops/views.h"
 #include "common/gemm.h"
 #include "common/register.h"
@@ -21,7 +22,7 @@ void addmm_kernel(TensorSpan in, std::span<Tensor> out, const AddmmAttrs& at) {
 
 // x [..., in] as rows [R, in] (a view when its strides allow, else a copy), weight [out, in]
 // read transposed in place, the output viewed as [R, out], bias [out] fused.
-void linear_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
+void linear_into(TensorSpan in, std::span<Tensor> out, bool relu) {
   const Tensor &x = in[0], &w = in[1];
   const int64_t k = w.shape()[1], n = w.shape()[0];
   int64_t rows = 1;
@@ -35,7 +36,14 @@ void linear_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   Tensor wt =
       make_view(w, Shape{k, n}, Strides{w.strides()[1], w.strides()[0]}, w.storage_offset());
   Tensor c = make_view(out[0], Shape{rows, n}, Strides{n, 1}, out[0].storage_offset());
-  gemm({.a = x2, .b = wt, .c = c, .bias = in.size() == 3 ? in[2] : Tensor()});
+  gemm({.a = x2, .b = wt, .c = c, .bias = in.size() == 3 ? in[2] : Tensor(), .relu = relu});
+}
+
+void linear_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
+  linear_into(in, out, false);
+}
+void linear_relu_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
+  linear_into(in, out, true);
 }
 
 const bool registered = [] {
@@ -46,6 +54,8 @@ const bool registered = [] {
   register_cpu<float, double, BFloat16, Half>(op_addmm(), []<class T>() { return &addmm_kernel; });
   register_cpu<float, double, BFloat16, Half>(op_linear(),
                                               []<class T>() { return &linear_kernel; });
+  register_cpu<float, double, BFloat16, Half>(op_linear_relu(),
+                                              []<class T>() { return &linear_relu_kernel; });
   return true;
 }();
 

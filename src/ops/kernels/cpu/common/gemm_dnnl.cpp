@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "athanor/core/parallel.h"
+#include "athanor/ops/activations.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/pointwise.h"
 #include "dnnl_utils.h"
@@ -146,15 +147,15 @@ struct MatmulEntry : CachedPrimitive {
   std::optional<Blocks> blocks;    // set when !brgemm: how gemm_dnnl runs it
 };
 
-void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double alpha, double beta) {
+void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double alpha, double beta,
+           bool relu) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
-  if (mode == BiasMode::Prefilled) {
-    dnnl::post_ops ops;
-    ops.append_sum(static_cast<float>(beta));
-    attr.set_post_ops(ops);
-  }
+  dnnl::post_ops ops;
+  if (mode == BiasMode::Prefilled) ops.append_sum(static_cast<float>(beta));
+  if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (ops.len() > 0) attr.set_post_ops(ops);
   try {
     dnnl::matmul::primitive_desc pd;
     if (mode == BiasMode::Fused) {
@@ -178,20 +179,21 @@ void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double al
 std::shared_ptr<MatmulEntry> make_entry(DType t, const Layout& a, const Layout& b,
                                         const Shape& c_shape, const Strides& c_strides,
                                         const Layout* bias, BiasMode mode, double alpha,
-                                        double beta) {
+                                        double beta, bool relu) {
   auto e = std::make_shared<MatmulEntry>();
   e->a = strided_md(a.sizes, a.strides, t);
   e->b = strided_md(b.sizes, b.strides, t);
   e->c = strided_md(c_shape, c_strides, t);
-  build(*e, t, mode, bias, alpha, beta);
+  build(*e, t, mode, bias, alpha, beta, relu);
   // oneDNN's fast kernels take a per-column bias only; for others a prefilled output and a
   // sum post-op beat its reference kernel by orders of magnitude.
-  if (!e->brgemm && mode == BiasMode::Fused) build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0);
+  if (!e->brgemm && mode == BiasMode::Fused)
+    build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0, relu);
   return e;
 }
 
 Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, BiasMode mode,
-                   double alpha, double beta) {
+                   double alpha, double beta, bool relu) {
   const std::size_t nd = cs.size();
   Blocks blocks{.split = fixed_split(cs, a.sizes[nd - 1])};
   const Split& split = blocks.split;
@@ -204,8 +206,8 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
     sc[split.dim] = extent;
     if (splits(a, split.dim, nd, true)) sa.sizes[split.dim] = extent;
     if (splits(b, split.dim, nd, false)) sb.sizes[split.dim] = extent;
-    return make_entry(t, sa, sb, sc, contiguous_strides(cs), nullptr, block_mode, alpha,
-                      block_beta);
+    return make_entry(t, sa, sb, sc, contiguous_strides(cs), nullptr, block_mode, alpha, block_beta,
+                      relu);
   };
   blocks.full = entry_for(split.block);
   const int64_t tail = cs[split.dim] - (split.count - 1) * split.block;
@@ -215,14 +217,16 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
 
 std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const Layout& b,
                                                  const Shape& c_shape, const Layout* bias,
-                                                 BiasMode mode, double alpha, double beta) {
+                                                 BiasMode mode, double alpha, double beta,
+                                                 bool relu) {
   PrimitiveKey key(PrimKind::Matmul);
   key.add(t).add(a.sizes).add(a.strides).add(b.sizes).add(b.strides).add(c_shape);
-  key.add(static_cast<int64_t>(mode)).add(alpha).add(beta);
+  key.add(static_cast<int64_t>(mode)).add(alpha).add(beta).add(static_cast<int64_t>(relu));
   if (bias != nullptr) key.add(bias->sizes).add(bias->strides);
   return cached_primitive<MatmulEntry>(key, [&] {
-    auto e = make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta);
-    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta);
+    auto e =
+        make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta, relu);
+    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta, relu);
     return e;
   });
 }
@@ -281,6 +285,7 @@ void gemm_dnnl(const GemmArgs& g) {
     } else {
       Tensor(g.c).copy_(g.bias);
       if (beta != 1) Tensor(g.c).mul_(beta);
+      if (g.relu) Tensor(g.c).copy_(ath::relu(g.c));
     }
     return;
   }
@@ -294,7 +299,7 @@ void gemm_dnnl(const GemmArgs& g) {
   std::optional<Layout> lbias;
   if (mode == BiasMode::Fused) lbias = bias_layout(g.bias, cs);
   auto entry = get_primitive(t, *la, *lb, cs, lbias ? &*lbias : nullptr, mode, g.alpha,
-                             mode == BiasMode::Prefilled ? beta : 0.0);
+                             mode == BiasMode::Prefilled ? beta : 0.0, g.relu);
   if (!entry->brgemm && !(a.is_contiguous() && b.is_contiguous())) {
     // Padded rows or permuted batches send oneDNN to its reference or gemm:jit kernels,
     // which are slower and split K across threads: dense copies avoid both.
@@ -317,7 +322,11 @@ void gemm(const GemmArgs& args) {
   if (g.beta == 0) g.bias = Tensor();  // beta 0 ignores bias, NaN included (as PyTorch)
   const DType t = g.c.dtype();
   if (dnnl_supports(t)) return gemm_dnnl(g);
-  if (t == kFloat64) return gemm_blocked(g);
+  if (t == kFloat64) {
+    gemm_blocked(g);
+    if (g.relu) Tensor(g.c).copy_(ath::relu(g.c));  // the float64 reference path: a second pass
+    return;
+  }
   ATH_CHECK(t == kFloat16 || t == kBFloat16, NotImplementedError,
             "matrix products take floating dtypes, not {}", dtype_name(t));
   // float16, and bfloat16 where oneDNN has no kernel for it (AVX2 hosts): compute in float32
