@@ -31,9 +31,10 @@
 // | dce           | removes nodes none of whose results reach an output, a gradient, or a  |
 // |               | later live node; keeps every in-place write and every random draw      |
 // | remat         | only with a memory budget (PassOptions::memory_budget): recomputes     |
-// |               | cheap activations (element-wise ops, layer_norm, softmax, dropout from |
-// |               | its seed) where the backward reads them, instead of keeping them alive |
-// |               | from the forward, until the arena fits the budget (rematerialize)      |
+// |               | activations where the backward reads them instead of keeping them      |
+// |               | alive from the forward — cheap ones (element-wise, layer_norm,         |
+// |               | softmax, dropout from its seed) first, then chains through matrix      |
+// |               | products — until the arena fits the budget (rematerialize)             |
 //
 // No pass reorders writes: a node that writes memory (an optimizer update, add_) stays, in its
 // place relative to every node that reads or writes the same buffer.
@@ -61,13 +62,14 @@ struct RematReport {
   std::vector<Recomputation> recomputed;  // in the order chosen
   bool met(int64_t budget) const { return arena_after <= budget; }
 };
-// Rematerialization: while the planned arena exceeds `arena_budget` bytes, takes the largest
-// buffer live across the arena's peak that a cheap node without side effects made, never written
-// in place, whose producer's inputs are still available at the buffer's first read after the
-// peak; moves its computation there (a copy of the producer, and of the views the reads go
-// through), so the original dies before the peak. Stops when the arena fits or nothing at the
-// peak qualifies (the report says how far it got). Results are bit-identical: the copy runs the
-// same kernel on the same inputs.
+// Rematerialization: while the planned arena exceeds `arena_budget` bytes, takes the buffer live
+// across the arena's peak with the most bytes per recomputed work that nodes without side
+// effects made, never written in place, and that can be recomputed at its first read after the
+// peak from values still there (through up to four producers; cheap producers are preferred,
+// matrix products only when no cheap candidate is left); moves its computation there (a copy
+// of the chain, and of the views the reads go through), so the original dies before the peak. Stops
+// when the arena fits or nothing at the peak qualifies (the report says how far it got). Results
+// are bit-identical: the copy runs the same kernel on the same inputs.
 RematReport rematerialize(Graph& g, int64_t arena_budget);
 
 // Whether a node must run even if nothing reads its results: it writes memory, or it draws
