@@ -163,11 +163,26 @@ std::unique_ptr<Regression> fit(const std::string& strategy, int64_t epochs, con
   return model;
 }
 
+// Bytes of optimizer state this rank holds.
+int64_t state_bytes(const Regression& m) {
+  int64_t bytes = 0;
+  for (std::size_t i = 0; i < m.optimizer->params(0).size(); ++i)
+    for (const auto& [name, t] : m.optimizer->state(0, i).tensors)
+      bytes += static_cast<int64_t>(t.nbytes());
+  return bytes;
+}
+
+// A directory for this test every rank names alike, emptied by rank 0 before any rank uses it.
+fs::path fresh_shared_root(const std::string& what) {
+  const fs::path root = shared_root(what);
+  if (world().rank() == 0) fs::remove_all(root);
+  world().barrier(what + " test start").wait();
+  return root;
+}
+
 TEST(DDPTrainerZero, EqualsDdpAndResumes) {
   Communicator& comm = world();
-  const fs::path root = shared_root("zero_fit");
-  if (comm.rank() == 0) fs::remove_all(root);
-  comm.barrier("zero fit test start").wait();
+  const fs::path root = fresh_shared_root("zero_fit");
 
   auto plain = fit("ddp", 2, root / "plain");
   auto sharded = fit("ddp_zero1", 2, root / "sharded");
@@ -175,13 +190,7 @@ TEST(DDPTrainerZero, EqualsDdpAndResumes) {
   EXPECT_GT(max_abs_param_diff(*plain, Regression(100)), 1e-3);
 
   // The optimizer's state: about 1/N of it on each rank.
-  int64_t full = 0, mine = 0;
-  for (std::size_t i = 0; i < plain->optimizer->params(0).size(); ++i) {
-    for (const auto& [name, t] : plain->optimizer->state(0, i).tensors)
-      full += static_cast<int64_t>(t.nbytes());
-    for (const auto& [name, t] : sharded->optimizer->state(0, i).tensors)
-      mine += static_cast<int64_t>(t.nbytes());
-  }
+  const int64_t full = state_bytes(*plain), mine = state_bytes(*sharded);
   EXPECT_GT(full, 0);
   EXPECT_LE(mine, full / comm.world_size() + full / 4 / comm.world_size());
   if (comm.world_size() > 1) {
@@ -204,22 +213,11 @@ TEST(DDPTrainerZero, EqualsDdpAndResumes) {
   if (comm.rank() == 0) fs::remove_all(root);
 }
 
-// Bytes of optimizer state this rank holds.
-int64_t state_bytes(const Regression& m) {
-  int64_t bytes = 0;
-  for (std::size_t i = 0; i < m.optimizer->params(0).size(); ++i)
-    for (const auto& [name, t] : m.optimizer->state(0, i).tensors)
-      bytes += static_cast<int64_t>(t.nbytes());
-  return bytes;
-}
-
 TEST(DDPTrainerZero, ManualOptimizationEqualsAutomatic) {
   // manual_backward leaves the mean over ranks in the gradients, and manual_step under
   // ddp_zero1 is ZeRO's sharded step: both as automatic optimization computes, bit for bit.
   Communicator& comm = world();
-  const fs::path root = shared_root("manual_fit");
-  if (comm.rank() == 0) fs::remove_all(root);
-  comm.barrier("manual fit test start").wait();
+  const fs::path root = fresh_shared_root("manual_fit");
   auto automatic = fit("ddp", 1, root / "automatic");
   auto manual = fit("ddp", 1, root / "manual", "", Stepping::kManualStep);
   auto raw_step = fit("ddp", 1, root / "raw", "", Stepping::kOptimizerStep);
