@@ -44,15 +44,26 @@ ATH_SHORT_OPENMP_SPIN();
 using namespace ath;
 using namespace ath::bench;
 
+namespace {
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "athanor_e2e: %s\n"
+               "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
+               "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
+               "[--memory-budget-mb M] [--disable-pass NAME]\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
-                 "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
-                 "[--memory-budget-mb M] [--disable-pass NAME]\n");
-    return 2;
-  }
+  if (argc < 2) return usage("no workload given");
   const std::string name = argv[1];
+  // make_workload treats any other name as W4: a typo must not silently benchmark W4.
+  if (name != "W1" && name != "W2" && name != "W3" && name != "W4")
+    return usage(("unknown workload '" + name + "'").c_str());
   int threads = 2;
   int64_t steps = 0;
   uint64_t seed = 0;
@@ -71,13 +82,22 @@ int main(int argc, char** argv) {
       compiled = true;
       continue;
     }
-    if (i + 1 >= argc) break;
-    if (flag == "--threads") threads = std::stoi(argv[i + 1]);
-    if (flag == "--steps") steps = std::stoll(argv[i + 1]);
-    if (flag == "--seed") seed = std::stoull(argv[i + 1]);
-    if (flag == "--precision") precision_name = argv[i + 1];
-    if (flag == "--memory-budget-mb") budget_mb = std::stod(argv[i + 1]);
-    if (flag == "--disable-pass") disabled_passes.emplace_back(argv[i + 1]);
+    if (i + 1 >= argc) return usage(("missing the value of " + flag).c_str());
+    if (flag == "--threads") {
+      threads = std::stoi(argv[i + 1]);
+    } else if (flag == "--steps") {
+      steps = std::stoll(argv[i + 1]);
+    } else if (flag == "--seed") {
+      seed = std::stoull(argv[i + 1]);
+    } else if (flag == "--precision") {
+      precision_name = argv[i + 1];
+    } else if (flag == "--memory-budget-mb") {
+      budget_mb = std::stod(argv[i + 1]);
+    } else if (flag == "--disable-pass") {
+      disabled_passes.emplace_back(argv[i + 1]);
+    } else {
+      return usage(("unknown option " + flag).c_str());
+    }
     ++i;
   }
   set_num_threads(threads);
