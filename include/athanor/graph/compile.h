@@ -73,8 +73,8 @@ struct CompileOptions {
   // Bytes the arena may use (activations, saved tensors, workspaces; not parameters, gradients
   // or optimizer state). When the plan needs more, the "remat" pass recomputes activations in
   // the backward instead of saving them — cheap ones first, then short chains through matrix
-  // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget. A budget it cannot reach trains anyway, with a
-  // diagnostic.
+  // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget. A budget it
+  // cannot reach trains anyway, with a diagnostic.
   int64_t memory_budget = 0;
   // Consecutive traces of one key that disagree before the key runs eagerly for good.
   int max_unstable_traces = 4;
