@@ -22,7 +22,8 @@ std::string parent_dir(const std::string& path) {
   return dir.empty() ? std::string(".") : dir.string();
 }
 
-// Removes "<path>.tmp.<pid>.<n>" files left by writers that died mid-write (SIGKILL, power loss):
+// Removes "<path>.tmp.<pid>.<n>" files left by writers that died mid-write (SIGKILL, power loss)
+// where the file system has no O_TMPFILE, or between a commit's link and its rename:
 // those whose process no longer exists. A live process's temporaries (this one's, a concurrent
 // writer's, or an unrelated process that reused the PID) stay. Best effort: errors are ignored.
 void remove_stale_temporaries(const std::string& path) {
@@ -53,19 +54,49 @@ void remove_stale_temporaries(const std::string& path) {
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   ATH_CHECK(!path_.empty(), IOError, "cannot write a file with an empty path");
   remove_stale_temporaries(path_);
-  // A unique name next to the destination (rename only is atomic within one file system).
-  // O_EXCL makes a clash with a stale or concurrent temporary file a retry, never a share.
+  // An unnamed file in the destination's directory (rename only is atomic within one file
+  // system): if this process dies before commit() (SIGKILL, OOM), the kernel frees it and
+  // nothing is left on disk.
+  fd_ = ::open(parent_dir(path_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd_ >= 0) return;
+  // File systems without O_TMPFILE say EOPNOTSUPP; kernels that predate it, EISDIR or EINVAL.
+  // Any other failure (no such directory, no permission) would fail a named file too.
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    fail("cannot create a temporary file for", errno);
+  }
+  create_named_temporary();
+}
+
+// A unique name next to the destination. O_EXCL makes a clash with a stale or concurrent
+// temporary file a retry, never a share.
+int AtomicFileWriter::next_temporary(int flags) {
   static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_path_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(),
                              counter.fetch_add(1, std::memory_order_relaxed));
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ >= 0) return;
+    const int rc = flags == 0 ? link_to(temp_path_)
+                              : ::open(temp_path_.c_str(), flags | O_EXCL | O_CLOEXEC, 0666);
+    if (rc >= 0) return rc;
     if (errno != EEXIST) break;
   }
-  int err = errno;
+  const int err = errno;
   temp_path_.clear();
-  fail("cannot create a temporary file for", err);
+  return -err;
+}
+
+void AtomicFileWriter::create_named_temporary() {
+  const int rc = next_temporary(O_WRONLY | O_CREAT);
+  if (rc < 0) fail("cannot create a temporary file for", -rc);
+  fd_ = rc;
+}
+
+// Gives the unnamed file `name`: through /proc/self/fd (any user), else AT_EMPTY_PATH (needs
+// CAP_DAC_READ_SEARCH) where /proc is not mounted. 0 or -1 with errno, as link().
+int AtomicFileWriter::link_to(const std::string& name) const {
+  const std::string self = fmt::format("/proc/self/fd/{}", fd_);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+  if (errno == EEXIST) return -1;
+  return ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -106,6 +137,12 @@ void AtomicFileWriter::write(const void* data, std::size_t n) {
 void AtomicFileWriter::commit() {
   ATH_CHECK(fd_ >= 0 && !committed_, IOError, "commit of '{}' after commit or failure", path_);
   if (::fsync(fd_) != 0) fail("cannot sync", errno);
+  // An unnamed file gets a temporary name (link cannot replace an existing file), then the
+  // rename replaces the destination as for a named temporary.
+  if (temp_path_.empty()) {
+    const int rc = next_temporary(0);
+    if (rc < 0) fail("cannot link a temporary file for", -rc);
+  }
   if (::close(fd_) != 0) {
     fd_ = -1;
     fail("cannot write", errno);

@@ -1,12 +1,15 @@
 // The Trainer's checkpoints: what goes in (Lightning's .ckpt contents plus the dataloader
 // position and RNG state, for exact resume) and how a run is restored from one — validated
 // first, applied all-or-nothing.
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <limits>
 
 #include "athanor/core/error.h"
 #include "athanor/core/rng.h"
 #include "athanor/io/safetensors.h"
+#include "athanor/ops/creation.h"
 #include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/checkpoint.h"
 #include "athanor/train/trainer.h"
@@ -88,27 +91,22 @@ std::string best_from_last_checkpoint(const ModelCheckpoint& mc, const Trainer& 
   return at->get<std::string>();
 }
 
-}  // namespace
-
-std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
-  if (ckpt_path != "last" && ckpt_path != "best") {
-    ATH_CHECK(fs::exists(ckpt_path), IOError, "Trainer: checkpoint '{}' does not exist", ckpt_path);
-    return ckpt_path;
-  }
+// The checkpoint "last" or "best" names, by this process's ModelCheckpoint callbacks.
+std::string find_checkpoint(const Trainer& trainer, const std::string& ckpt_path) {
   std::vector<std::string> searched;
-  for (const auto& cb : callbacks_) {
+  for (const auto& cb : trainer.callbacks()) {
     const auto* mc = dynamic_cast<const ModelCheckpoint*>(cb.get());
     if (mc == nullptr) continue;
     if (ckpt_path == "best") {
       if (!mc->best_model_path().empty()) return mc->best_model_path();
       // A new process: the best path is in the newest checkpoint's ModelCheckpoint state.
-      if (std::string best = best_from_last_checkpoint(*mc, *this); !best.empty()) return best;
+      if (std::string best = best_from_last_checkpoint(*mc, trainer); !best.empty()) return best;
       ATH_THROW(ValueError,
                 "Trainer: ckpt_path=\"best\" but ModelCheckpoint has saved no checkpoint in "
                 "this process, and no earlier checkpoint names a best one (give the file path "
                 "instead)");
     }
-    std::string last = mc->find_last_checkpoint(*this, &searched);
+    std::string last = mc->find_last_checkpoint(trainer, &searched);
     if (!last.empty()) return last;
   }
   std::string where;
@@ -119,6 +117,43 @@ std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
             ckpt_path,
             searched.empty() ? std::string("no ModelCheckpoint callback to say where")
                              : "looked in " + where);
+}
+
+}  // namespace
+
+std::string Trainer::resolve_checkpoint(const std::string& ckpt_path) const {
+  if (ckpt_path != "last" && ckpt_path != "best") {
+    ATH_CHECK(fs::exists(ckpt_path), IOError, "Trainer: checkpoint '{}' does not exist", ckpt_path);
+    return ckpt_path;
+  }
+  // "last" and "best" name the checkpoints rank 0 wrote, in rank 0's directories: under a
+  // data-parallel strategy rank 0 finds the file and sends its path to every rank, so all
+  // restore the same one. Searching on each rank could find different files (the other ranks
+  // have no logger, so their log_dir is not rank 0's version_N; a directory only rank 0's
+  // machine has; a checkpoint written in between) or fail on some ranks only, leaving the others
+  // waiting. A failure on rank 0 is every rank's failure.
+  if (strategy_->world_size() == 1) return find_checkpoint(*this, ckpt_path);
+  std::string text;
+  std::exception_ptr failure;
+  if (is_global_zero()) {
+    try {
+      text = find_checkpoint(*this, ckpt_path);
+    } catch (const std::exception& e) {
+      failure = std::current_exception();
+      text = e.what();
+    }
+  }
+  const Tensor head = strategy_->broadcast(
+      from_vector<int64_t>({failure ? 0 : 1, static_cast<int64_t>(text.size())}), 0);
+  const bool ok = head.data<int64_t>()[0] != 0;
+  const int64_t size = head.data<int64_t>()[1];
+  Tensor bytes = empty({size}, kUInt8);
+  if (is_global_zero() && size > 0) std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  if (size > 0) bytes = strategy_->broadcast(bytes, 0);
+  if (failure) std::rethrow_exception(failure);
+  text.assign(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(size));
+  ATH_CHECK(ok, IOError, "Trainer: rank 0 could not resolve ckpt_path=\"{}\": {}", ckpt_path, text);
+  return text;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "athanor/data/data.h"
 #include "athanor/optim/adam.h"
+#include "athanor/train/callbacks/model_checkpoint.h"
 #include "athanor/train/ddp_strategy.h"
 #include "athanor/train/trainer.h"
 #include "ddp_test_util.h"
@@ -229,6 +230,76 @@ TEST(DDPTrainerZero, ManualOptimizationEqualsAutomatic) {
     EXPECT_LT(state_bytes(*sharded), state_bytes(*manual)) << "manual_step shards the state";
   }
   comm.barrier("manual fit test done").wait();
+  if (comm.rank() == 0) fs::remove_all(root);
+}
+
+// A DDP fit with the default loggers, from `ckpt`; returns the module and the checkpoint it
+// restored (Trainer::restored_checkpoint()).
+std::pair<std::unique_ptr<Regression>, std::string> fit_logged(int64_t epochs, const fs::path& root,
+                                                               const std::string& ckpt = "",
+                                                               int64_t save_top_k = 1) {
+  Communicator& comm = world();
+  auto model = std::make_unique<Regression>(100 + static_cast<uint64_t>(comm.rank()));
+  train::TrainerOptions o = quiet(root, epochs);
+  o.strategy = "ddp";
+  o.callbacks = {std::make_shared<train::ModelCheckpoint>(
+      train::ModelCheckpointOptions{.save_top_k = save_top_k})};
+  train::Trainer trainer(o);
+  const auto data = dataset(kBatch * kBatchesPerRank * comm.world_size());
+  trainer.fit(*model, data::make_loader(data, {.batch_size = kBatch, .shuffle = true, .seed = 9}),
+              nullptr, ckpt);
+  return {std::move(model), trainer.restored_checkpoint()};
+}
+
+// The one checkpoint under `dir` (on any rank: the ranks share this machine's disk).
+std::string only_checkpoint(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().extension() == ".ckpt") found.push_back(e.path().string());
+  }
+  EXPECT_EQ(found.size(), 1u) << dir;
+  return found.empty() ? std::string() : found.front();
+}
+
+// ckpt_path "last" and "best" name rank 0's checkpoints: only rank 0 writes them, under its
+// logger's version_N directory, while the other ranks (no loggers) have the bare
+// default_root_dir for their log_dir and would find nothing there (or, on another machine,
+// nothing at all). Rank 0 resolves them and every rank restores that file; the resumed fit then
+// equals the uninterrupted one, bit for bit.
+TEST(DDPTrainerResume, LastAndBestFindRankZerosCheckpointsOnEveryRank) {
+  Communicator& comm = world();
+  const fs::path root = fresh_shared_root("resume_last_best");
+  auto whole = fit_logged(2, root / "whole").first;
+  // "last": one epoch (its checkpoint alone), then a new Trainer resumes the second.
+  const fs::path run = root / "last";
+  fit_logged(1, run);
+  const std::string saved = only_checkpoint(run);
+  ASSERT_NE(saved.find("version_0"), std::string::npos) << saved;
+  auto [resumed, restored] = fit_logged(2, run, "last");
+  EXPECT_EQ(restored, saved) << "rank " << comm.rank();
+  EXPECT_EQ(max_abs_param_diff(*resumed, *whole), 0.0) << "last, rank " << comm.rank();
+  // "best": the best path recorded in the newest checkpoint's ModelCheckpoint state (the best
+  // when it was written: the epoch before), read by rank 0 only. Two epochs, every checkpoint
+  // kept, then a new Trainer resumes from epoch 0's.
+  const fs::path best_run = root / "best";
+  fit_logged(2, best_run, "", -1);
+  auto [from_best, best] = fit_logged(2, best_run, "best", -1);
+  EXPECT_NE(best.find("version_0"), std::string::npos) << best << " on rank " << comm.rank();
+  EXPECT_NE(best.find("epoch=0"), std::string::npos) << best << " on rank " << comm.rank();
+  EXPECT_EQ(max_abs_param_diff(*from_best, *whole), 0.0) << "best, rank " << comm.rank();
+  // Nothing to resume: every rank fails with rank 0's reason (none waits for the others).
+  std::string msg;
+  try {
+    fit_logged(1, root / "empty", "last");
+    ADD_FAILURE() << "resumed from nothing";
+  } catch (const IOError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("no checkpoint was found"), std::string::npos) << msg;
+  if (comm.rank() > 0) {
+    EXPECT_NE(msg.find("rank 0 could not resolve ckpt_path=\"last\""), std::string::npos) << msg;
+  }
+  comm.barrier("resume last/best test done").wait();
   if (comm.rank() == 0) fs::remove_all(root);
 }
 

@@ -1,5 +1,6 @@
 // safetensors: round trips (every dtype, 0-dim, 0-size, non-contiguous), metadata, byte-for-byte
 // agreement with the reference writer, zero-copy loading and atomic saving.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -382,7 +383,8 @@ TEST(SafetensorsSave, AtomicFileWriterWithoutCommitLeavesNothing) {
   {
     AtomicFileWriter w(dir.file("out.bin"));
     w.write("abc", 3);
-    EXPECT_EQ(dir.entries().size(), 1u);  // the temporary file
+    // The temporary file: unnamed (O_TMPFILE), or a named one where the file system lacks it.
+    EXPECT_EQ(dir.entries().size(), w.temp_path().empty() ? 0u : 1u);
   }
   EXPECT_TRUE(dir.entries().empty());
   const uint8_t bytes[] = {1, 2, 3};
@@ -410,6 +412,50 @@ TEST(SafetensorsSave, NextSaveRemovesTemporariesOfDeadWriters) {
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{fmt::format("other.bin.tmp.{}.0", child), "out.bin",
                                             live, "out.bin.tmp.notes"}));
+}
+
+// A writer SIGKILLed in the middle of a big save (a rank of a training job killed while writing
+// its checkpoint) leaves neither the file nor a temporary: the data went to an unnamed O_TMPFILE
+// file, which the kernel frees with the process. An earlier save of the same path stays intact.
+TEST(SafetensorsSave, AWriterKilledMidWriteLeavesNoFile) {
+  TempDir dir;
+  const int probe = ::open(dir.path().c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (probe < 0) GTEST_SKIP() << "no O_TMPFILE on " << dir.path() << ": " << std::strerror(errno);
+  ::close(probe);
+  const std::string path = dir.file("model.safetensors"), other = dir.file("old.safetensors");
+  StateDict old_sd;
+  old_sd.insert("w", randn({16}));
+  save_safetensors(other, old_sd);
+  const std::vector<uint8_t> old_bytes = read_bytes(other);
+  const std::vector<char> chunk(1 << 20, 'x');  // allocated before fork: the child only writes
+
+  for (const std::string& target : {path, other}) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::close(ready[0]);
+      AtomicFileWriter w(target);
+      for (int mb = 0; mb < 256; ++mb) {
+        w.write(chunk.data(), chunk.size());
+        if (mb == 3 && ::write(ready[1], "w", 1) != 1) ::_exit(3);  // 4 MB written, going on
+      }
+      ::pause();  // never commits: the parent kills it first
+      ::_exit(2);
+    }
+    ::close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the writer died before writing 4 MB";
+    ::close(ready[0]);
+    ASSERT_EQ(::kill(child, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"old.safetensors"}) << target;
+  }
+  EXPECT_EQ(read_bytes(other), old_bytes);
+  expect_same(load_safetensors(other).tensors, old_sd);
 }
 
 TEST(SafetensorsLoad, MissingFilesAreIOErrorsNamingThePath) {

@@ -1,6 +1,9 @@
 // Writing a file so that readers see either the old contents or the complete new ones, never a
 // torn mix, even across a crash or power loss: the data goes to a temporary file in the same
-// directory, which is fsync'ed, renamed over the destination, and the directory fsync'ed.
+// directory, which is fsync'ed, renamed over the destination, and the directory fsync'ed. The
+// temporary file is unnamed (O_TMPFILE) until commit() links it, so a writer killed mid-write
+// (SIGKILL) leaves nothing behind; where the file system lacks O_TMPFILE it is a named
+// "<path>.tmp.<pid>.<n>", which the next writer of the same path removes once its process is gone.
 //
 //   std::string header = "my tensor format, v1\n";
 //   Tensor tensor = randn({4, 3});
@@ -33,10 +36,14 @@ class AtomicFileWriter {
   void commit();
 
   const std::string& path() const { return path_; }
+  // The temporary file's name: "" while it has none (an O_TMPFILE file until commit()).
   const std::string& temp_path() const { return temp_path_; }
 
  private:
   [[noreturn]] void fail(const char* what, int err);
+  int next_temporary(int flags);  // a fd (open flags) or 0 (flags == 0: link_to); -errno
+  void create_named_temporary();
+  int link_to(const std::string& name) const;
   void discard() noexcept;
 
   std::string path_, temp_path_;
