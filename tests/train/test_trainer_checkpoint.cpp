@@ -404,6 +404,43 @@ TEST(ModelCheckpointCallback, TopKByMonitorWithTemplateNames) {
   EXPECT_EQ(mc->best_k_models().size(), 2u);
 }
 
+// A checkpoint records itself as the best when it is: a new process resolves ckpt_path="best"
+// from the newest checkpoint (before, each file named the previous best, which save_top_k 1 had
+// already deleted). The resumed fit never deletes the file it resumed from, as in Lightning.
+TEST(ModelCheckpointCallback, ANewTrainerResumesFromBestAndKeepsThatFile) {
+  class M : public Regressor {
+   public:
+    explicit M(std::vector<double> v) : v_(std::move(v)) {}
+    void validation_step(const data::Batch&, int64_t) override {
+      log("val_loss", v_.at(static_cast<std::size_t>(calls_++)));
+    }
+    std::vector<double> v_;
+    int64_t calls_ = 0;
+  };
+  TempDir d;
+  auto fit = [&](std::vector<double> val_losses, int64_t epochs, const std::string& ckpt) {
+    M m(std::move(val_losses));
+    TrainerOptions o = quiet_options();
+    o.max_epochs = epochs;
+    o.num_sanity_val_steps = 0;
+    auto mc = std::make_shared<ModelCheckpoint>(ModelCheckpointOptions{
+        .dirpath = d.path.string(), .filename = "{epoch}-{val_loss:.2f}", .monitor = "val_loss"});
+    o.callbacks = {mc};
+    Trainer t(o);
+    t.fit(m, regression_source(2), regression_source(1), ckpt);
+    return std::pair{mc->best_model_path(), t.restored_checkpoint()};
+  };
+  const std::string epoch1 = (d.path / "epoch=1-val_loss=1.00.ckpt").string();
+  EXPECT_EQ(fit({3, 1, 2}, 3, "").first, epoch1);
+  ASSERT_TRUE(fs::exists(epoch1));
+  // A new Trainer: "best" is epoch 1's file; epoch 2 beats it, but it is the resume source.
+  const auto [best, restored] = fit({0.5, 0.7}, 4, "best");
+  EXPECT_EQ(restored, epoch1);
+  EXPECT_EQ(best, (d.path / "epoch=2-val_loss=0.50.ckpt").string());
+  EXPECT_TRUE(fs::exists(epoch1));
+  EXPECT_TRUE(fs::exists(best));
+}
+
 TEST(ModelCheckpointCallback, UnloggedMonitorIsKeyErrorNamingIt) {
   TempDir d;
   Regressor m;

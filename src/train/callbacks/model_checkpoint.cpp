@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "athanor/core/error.h"
 #include "athanor/train/trainer.h"
@@ -16,6 +17,13 @@ namespace ath::train {
 namespace fs = std::filesystem;
 
 namespace {
+// Whether two existing paths are the same file or directory, however spelled.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+
 // Every rank keeps the same top-k bookkeeping; only rank 0, which wrote the files, deletes them.
 void remove_on_rank_zero(const Trainer& trainer, const std::string& path) {
   if (!trainer.is_global_zero()) return;
@@ -166,17 +174,21 @@ void ModelCheckpoint::save(Trainer& trainer) {
   const std::string path = (fs::path(dirpath_) / name).string();
 
   if (options_.save_top_k != 0) {
+    // The record (best, latest, top k) is updated before the write, so the checkpoint names
+    // itself as the best / latest one: a new process resolving ckpt_path="best" reads it from
+    // the newest checkpoint. A failed write puts the record back. Files leave the top k only
+    // after the new one is written.
+    const auto saved_record = std::tuple{best_k_, best_score_, best_path_, latest_path_};
+    std::string displaced;
+    bool write = false;
     if (!score) {
       // No monitor: the newest checkpoint replaces the previous one (save_top_k 1), or all are
       // kept (-1).
-      trainer.save_checkpoint(path, options_.save_weights_only);
-      if (options_.save_top_k == 1 && !latest_path_.empty() && latest_path_ != path) {
-        remove_on_rank_zero(trainer, latest_path_);
-        best_k_.erase(latest_path_);
-      }
+      if (options_.save_top_k == 1 && latest_path_ != path) displaced = latest_path_;
       latest_path_ = path;
       best_path_ = path;
       best_k_[path] = static_cast<double>(trainer.global_step());
+      write = true;
     } else if (!std::isnan(*score)) {
       const bool room =
           options_.save_top_k < 0 || static_cast<int64_t>(best_k_.size()) < options_.save_top_k;
@@ -185,16 +197,28 @@ void ModelCheckpoint::save(Trainer& trainer) {
         if (worst.empty() || better(best_k_[worst], s)) worst = p;
       }
       if (room || better(*score, best_k_[worst])) {
-        trainer.save_checkpoint(path, options_.save_weights_only);
-        if (!room && worst != path) {
-          remove_on_rank_zero(trainer, worst);
-          best_k_.erase(worst);
-        }
+        if (!room && worst != path) displaced = worst;
         best_k_[path] = *score;
         if (!best_score_ || better(*score, *best_score_)) {
           best_score_ = score;
           best_path_ = path;
         }
+        write = true;
+      }
+    }
+    if (!displaced.empty()) best_k_.erase(displaced);
+    if (write) {
+      try {
+        trainer.save_checkpoint(path, options_.save_weights_only);
+      } catch (...) {
+        std::tie(best_k_, best_score_, best_path_, latest_path_) = saved_record;
+        throw;
+      }
+      // As Lightning's ModelCheckpoint: the checkpoint this fit resumed from is never deleted,
+      // nor a file outside this callback's directory.
+      if (!displaced.empty() && !same_file(displaced, trainer.restored_checkpoint()) &&
+          same_file(fs::path(displaced).parent_path().string(), dirpath_)) {
+        remove_on_rank_zero(trainer, displaced);
       }
     }
   }
