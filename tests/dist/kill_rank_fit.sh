@@ -110,7 +110,7 @@ ref_us=$(($(now_us) - t0))
 echo "reference: $ranks ranks, $steps steps in $(seconds "$ref_us") s"
 
 late=0 failures=0 within=0 named=0 intact=0 resumed=0 resume_ok=0 max_latency_us=0
-named_by_mpirun=0 named_by_athanor=0
+named_by_mpirun=0 named_by_athanor=0 with_ckpt=0
 printf '%-5s %-6s %-8s %-11s %-10s %-8s %-9s %-7s %s\n' trial victim delay_s latency_s \
   "others" named ckpts resume "ckpt at kill"
 for ((trial = 1; trial <= trials; ++trial)); do
@@ -212,6 +212,7 @@ for ((trial = 1; trial <= trials; ++trial)); do
       cat "$dir/compare.log" >&2
     fi
   fi
+  ((ckpt_at_kill > 0)) && ((++with_ckpt))
   printf '%-5s %-6s %-8s %-11s %-10s %-8s %-9s %-7s %s\n' "$trial" "$victim" \
     "$(seconds "$delay_us")" "$latency" "$ends" "$how" "$ckpts" "$resume" "$ckpt_at_kill"
   if ((!ok)); then
@@ -231,6 +232,7 @@ printf '  %-34s %s\n' \
   "max exit latency after the kill" "$(seconds "$max_latency_us") s" \
   "lost rank named" "$named/$trials (by mpirun $named_by_mpirun, by athanor $named_by_athanor)" \
   "checkpoints intact" "$intact/$trials" \
+  "killed with a checkpoint on disk" "$with_ckpt/$trials" \
   "resumed exactly" "$resume_ok/$resumed"
 if ((failures > 0)); then
   echo "FAIL: $failures of $trials trials failed (runs kept in $work)"
