@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "athanor/athanor.h"
 #include "athanor/core/cpu_isa.h"
@@ -23,6 +26,36 @@ struct HostInfo {
   std::string isa;
   double sgemm_gflops = 0;  // best of several timed 512^3 products
 };
+
+// A tensor of N(0, 1) floats from its own seeded generator (inputs that do not depend on the
+// global generator's state).
+inline ath::Tensor random_normal(const ath::Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return ath::from_vector(v, shape);
+}
+
+// The median of a set of repeats (the upper one of an even count); 0 for none.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Takes `--rounds=N` (at least 1; `fallback` when absent) out of argv for the interleaved
+// benchmarks; the other arguments, program name first, are left in `rest` for Google Benchmark.
+inline int take_rounds_flag(int argc, char** argv, std::vector<char*>& rest, int fallback = 3) {
+  int rounds = fallback;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with("--rounds=")) {
+      rounds = std::max(1, std::atoi(argv[i] + 9));
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  return rounds;
+}
 
 inline int bench_threads() {
   const char* v = std::getenv("ATH_BENCH_THREADS");

@@ -23,14 +23,6 @@ namespace {
 
 constexpr int64_t kBatch = 32, kSeq = 64, kIn = 64, kHidden = 256;
 
-ath::Tensor random(const ath::Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return ath::from_vector(v, shape);
-}
-
 template <class Rnn>
 void rnn_fwd_bwd(benchmark::State& state, bool with_linear) {
   const char* threads = std::getenv("ATH_BENCH_THREADS");
@@ -38,8 +30,8 @@ void rnn_fwd_bwd(benchmark::State& state, bool with_linear) {
   ath::manual_seed(0);
   Rnn rnn({.input_size = kIn, .hidden_size = kHidden, .batch_first = true});
   ath::nn::Linear fc({.in = kHidden, .out = 256});
-  ath::Tensor x = random({kBatch, kSeq, kIn}, 1).requires_grad_();
-  ath::Tensor gy = random({kBatch, kSeq, with_linear ? 256 : kHidden}, 2);
+  ath::Tensor x = ath::bench::random_normal({kBatch, kSeq, kIn}, 1).requires_grad_();
+  ath::Tensor gy = ath::bench::random_normal({kBatch, kSeq, with_linear ? 256 : kHidden}, 2);
   std::vector<ath::Tensor> wrt{x};
   for (const ath::Tensor& p : rnn.parameters()) wrt.push_back(p);
   if (with_linear) {

@@ -53,14 +53,6 @@ using Clock = std::chrono::steady_clock;
 using dnnl::memory;
 using tag = memory::format_tag;
 
-ath::Tensor random(const ath::Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return ath::from_vector(v, shape);
-}
-
 // A float tensor of at least `bytes` bytes (oneDNN's workspace and blocked weight buffers).
 ath::Tensor buffer(std::size_t bytes, bool zero) {
   const auto n = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
@@ -204,8 +196,8 @@ struct Setup {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   ath::nn::LSTM lstm{{.input_size = kIn, .hidden_size = kHidden, .batch_first = true}};
-  ath::Tensor x = random({kBatch, kSeq, kIn}, 1).requires_grad_();
-  ath::Tensor gy = random({kBatch, kSeq, kHidden}, 2);
+  ath::Tensor x = ath::bench::random_normal({kBatch, kSeq, kIn}, 1).requires_grad_();
+  ath::Tensor gy = ath::bench::random_normal({kBatch, kSeq, kHidden}, 2);
   std::vector<ath::Tensor> wrt;
   std::unique_ptr<Dnnl> tnc, ntc;
 
@@ -352,23 +344,11 @@ class Collector : public benchmark::ConsoleReporter {
   std::map<std::string, std::map<std::string, std::vector<double>>> results;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 3;
   std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
-      rounds = std::max(1, std::atoi(argv[i] + 9));
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
+  const int rounds = ath::bench::take_rounds_flag(argc, argv, args);
   // First, so that an ATH_MAX_CPU_ISA cap reaches oneDNN before its JIT.
   const ath::bench::HostInfo host = ath::bench::measure_host(kThreads);
   ath::set_num_threads(kThreads);
@@ -400,11 +380,12 @@ int main(int argc, char** argv) {
     std::printf(
         "%-8s athanor %6.2f ms | oneDNN tnc %6.2f ms (%.2fx athanor's time) | oneDNN ntc %6.2f ms "
         "(%.2fx)\n",
-        mode, median(r["athanor_ms"]), median(r["tnc_ms"]), median(r["tnc/athanor"]),
-        median(r["ntc_ms"]), median(r["ntc/athanor"]));
+        mode, ath::bench::median(r["athanor_ms"]), ath::bench::median(r["tnc_ms"]),
+        ath::bench::median(r["tnc/athanor"]), ath::bench::median(r["ntc_ms"]),
+        ath::bench::median(r["ntc/athanor"]));
   }
   std::printf("reorders (weights in, weight gradients out, per step of a drop-in): %.3f ms\n",
-              median(collector.results["reorders"]["ms"]));
+              ath::bench::median(collector.results["reorders"]["ms"]));
   benchmark::Shutdown();
   return 0;
 }

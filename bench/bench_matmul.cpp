@@ -32,14 +32,6 @@ constexpr int kThreads = 2;
 using Clock = std::chrono::steady_clock;
 
 // Normal(0, 1) values from a fixed seed (host-side, so the bench needs no RNG op).
-ath::Tensor random(const ath::Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return ath::from_vector(v, shape);
-}
-
 void sgemm_pair(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   ath::set_num_threads(kThreads);
@@ -50,7 +42,8 @@ void sgemm_pair(benchmark::State& state) {
   const auto ab = memory::format_tag::ab;
   memory::desc ma_d({m, k}, f32, ab), mb_d({k, n}, f32, ab), mc_d({m, n}, f32, ab);
   dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ma_d, mb_d, mc_d), eng));
-  ath::Tensor a = random({m, k}, 1), b = random({k, n}, 2), c = ath::empty({m, n});
+  ath::Tensor a = ath::bench::random_normal({m, k}, 1), b = ath::bench::random_normal({k, n}, 2),
+              c = ath::empty({m, n});
   memory ma(ma_d, eng, a.data_ptr()), mb(mb_d, eng, b.data_ptr()), mc(mc_d, eng, c.data_ptr());
   auto direct = [&] {
     prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
@@ -95,23 +88,11 @@ class Collector : public benchmark::ConsoleReporter {
   std::map<std::string, std::map<std::string, std::vector<double>>> results;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 3;
   std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--rounds=", 9) == 0) {
-      rounds = std::max(1, std::atoi(argv[i] + 9));
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
+  const int rounds = ath::bench::take_rounds_flag(argc, argv, args);
   // First, so that an ATH_MAX_CPU_ISA cap reaches oneDNN before the direct calls' JIT.
   const ath::bench::HostInfo host = ath::bench::measure_host(kThreads);
   // M, K, N: the two squares, then the workloads' products (W1's first layer forward and its
@@ -137,7 +118,8 @@ int main(int argc, char** argv) {
     auto& r = collector.results[fmt::format("{}/{}/{}", shape[0], shape[1], shape[2])];
     std::printf("SGEMM %14s: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",
                 fmt::format("{}x{}x{}", shape[0], shape[1], shape[2]).c_str(),
-                median(r["athanor_GFLOP/s"]), median(r["onednn_GFLOP/s"]), median(r["ratio"]));
+                ath::bench::median(r["athanor_GFLOP/s"]), ath::bench::median(r["onednn_GFLOP/s"]),
+                ath::bench::median(r["ratio"]));
   }
   benchmark::Shutdown();
   return 0;

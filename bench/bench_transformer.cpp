@@ -31,14 +31,6 @@ namespace {
 
 constexpr int64_t kB = 16, kL = 128, kD = 128;
 
-ath::Tensor random(const ath::Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(ath::numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return ath::from_vector(v, shape);
-}
-
 ath::nn::TransformerEncoderLayerOptions w4_block() {
   return {.d_model = kD,
           .nhead = 4,
@@ -56,8 +48,8 @@ void w4_fwd_bwd(benchmark::State& state, Case c) {
   ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
   ath::manual_seed(0);
   ath::nn::TransformerEncoderLayer layer(w4_block());
-  ath::Tensor x = random({kB, kL, kD}, 1).requires_grad_();
-  ath::Tensor gy = random({kB, kL, kD}, 2);
+  ath::Tensor x = ath::bench::random_normal({kB, kL, kD}, 1).requires_grad_();
+  ath::Tensor gy = ath::bench::random_normal({kB, kL, kD}, 2);
   ath::Tensor mask = ath::triu(ath::full({kL, kL}, -std::numeric_limits<double>::infinity()), 1);
   std::vector<ath::Tensor> wrt{x};
   ath::nn::Module& params =
