@@ -92,10 +92,12 @@ cleanup() {
     kill -KILL "$job_pid" 2> /dev/null
     end_session "$job_pid"
   fi
+  # Interrupted: a work directory of its own is removed too.
+  [[ -n ${interrupted:-} && -z ${KILL_RANK_WORK:-} ]] && rm -rf "$work"
   return 0
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'interrupted=1; exit 130' INT TERM
 
 shopt -s nullglob
 count() { echo $#; } # count GLOB: how many files match
