@@ -21,10 +21,12 @@
 #     loader, CRCs included; a leftover temporary fails);
 #   - no process of the job is left (each job runs in a session of its own, `setsid mpirun`;
 #     OpenMPI puts each rank in a process group of its own, but not out of the session; what is
-#     left once mpirun has ended is SIGKILLed and must be gone within 10 s, else the trial fails);
+#     left once mpirun has ended is SIGKILLed and must be gone within 10 s, else the script fails);
 # and the first RESUME_TRIALS trials (default: all) resume with all ranks (`--ckpt_path=last`) and
 # must end with a last.ckpt whose tensors, epoch and global step equal the reference's, bit for
-# bit. When the script returns, no process it started is left, whatever happened.
+# bit. When the script returns (a failure, INT or TERM included), no process it started is left;
+# a SIGKILL of the script itself leaves mpirun to whoever sent it (CTest's TIMEOUT kills the
+# whole process tree).
 #
 # Environment: KILL_RANK_STEPS (max_steps, default 40, at least 6), RESUME_TRIALS, KILL_RANK_WORK
 # (a directory for the runs; default a new one under TMPDIR, removed when everything passed).
