@@ -9,7 +9,8 @@
 # the job (TERM, INT, HUP) are passed on to the rank. The wrapper then ends as the rank did (a
 # rank killed by signal S kills the wrapper with S), so mpirun sees and reports what it would
 # without the wrapper: "process rank 1 ... exited on signal 9 (Killed)". If mpirun SIGKILLs the
-# wrapper itself, no .end file is written.
+# wrapper itself, no .end file is written (and the rank, orphaned, is left to kill_rank_fit.sh,
+# which ends every process of the job's session).
 dir=$1
 shift
 rank=${OMPI_COMM_WORLD_RANK:?not started by OpenMPI\'s mpirun}
