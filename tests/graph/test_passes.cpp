@@ -203,6 +203,45 @@ TEST(GraphPasses, EpilogueFusesAReluIntoTheProductOrConvolutionItAloneReads) {
   EXPECT_EQ(fuse_epilogues(g), 0);  // nothing left to fuse
 }
 
+// conv -> relu -> max_pool's backward: the relu mask on the pool's scatter becomes one
+// max_pool2d_backward_masked, bit-identical; a mask on another tensor, or a scatter something
+// else reads, stays as it was.
+TEST(GraphPasses, PoolMaskFoldsAReluMaskIntoTheMaxPoolScatter) {
+  Graph g;
+  const Shape in{2, 3, 6, 6}, out{2, 3, 3, 3};
+  const ValueId y = g.add_argument({in, kFloat32});
+  const ValueId other = g.add_argument({in, kFloat32});
+  const ValueId gp = g.add_argument({out, kFloat32});
+  const auto pool =
+      g.add_node(op_max_pool2d(), MaxPool2dAttrs{.kernel = {2, 2}, .stride = {2, 2}}, {y});
+  const ValueId zero = g.add_constant(zeros({}));
+  auto scatter = [&] {
+    return g.add_node(op_max_pool2d_backward(), PoolGradAttrs{.input = {6, 6}}, {gp, pool[1]})[0];
+  };
+  auto mask_of = [&](ValueId v) {
+    const ValueId b = g.add_node(op_gt(), NoAttrs{}, {v, zero})[0];
+    return g.add_node(op_to_dtype(), ToDTypeAttrs{.dtype = kFloat32}, {b})[0];
+  };
+  const ValueId fused = g.add_node(op_mul(), NoAttrs{}, {scatter(), mask_of(y)})[0];
+  const ValueId other_mask = g.add_node(op_mul(), NoAttrs{}, {mask_of(other), scatter()})[0];
+  const ValueId shared = scatter();
+  const ValueId read_twice = g.add_node(op_mul(), NoAttrs{}, {shared, mask_of(y)})[0];
+  g.outputs = {fused, other_mask, read_twice, shared};
+  const Tensor ys = randn(in), os = randn(in), gs = randn(out);
+  const std::vector<Tensor> before = Executor(g).run({ys, os, gs});
+
+  EXPECT_EQ(fuse_pool_masks(g), 1);
+  verify(g);
+  EXPECT_EQ(g.count("max_pool2d_backward_masked"), 1);
+  EXPECT_EQ(g.count("max_pool2d_backward"), 2);
+  EXPECT_EQ(g.count("mul"), 2);
+  const std::vector<Tensor> after = Executor(g).run({ys, os, gs});
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i].to_vector<float>(), after[i].to_vector<float>()) << i;
+  }
+  EXPECT_EQ(fuse_pool_masks(g), 0);
+}
+
 TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   Graph g;
   const ValueId x = g.add_argument({{3}, kFloat32});
@@ -217,16 +256,18 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
   EXPECT_EQ(r.passes[3].name, "epilogue");
-  EXPECT_EQ(r.passes[4].name, "fuse");
-  EXPECT_EQ(r.passes[4].changed, 0);  // exp has no fused form: add and neg stay single nodes
-  EXPECT_EQ(r.passes[5].name, "dce");
-  EXPECT_EQ(r.passes[5].changed, 1);
+  EXPECT_EQ(r.passes[4].name, "pool_mask");
+  EXPECT_EQ(r.passes[5].name, "fuse");
+  EXPECT_EQ(r.passes[5].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[6].name, "dce");
+  EXPECT_EQ(r.passes[6].changed, 1);
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "epilogue", "fuse"}})
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "epilogue", "pool_mask",
+                                        "fuse"}})
                 .passes.size(),
             0u);
 }

@@ -131,6 +131,39 @@ ATH_OP_ROWS(pool) {
                  Tensor in[2] = {zeros({1, 1, 1, 2}), zeros({1, 1, 1, 2})};
                  call1(op_max_pool2d_backward(), TensorSpan(in), PoolGradAttrs{.input = {2, 4}});
                }),
+      Row("max_pool2d_backward_masked")
+          .inputs({In::randn({2, 3, 6, 7}).no_grad(), In::randn({2, 3, 4, 4})})
+          .call([mp](const Tensors& x) {
+            Tensor pooled = max_pool_ref(x[0].to(kFloat64), mp).first.to(x[1].dtype());
+            Tensor in[3] = {x[1], ref_indices(x[0], mp), pooled};
+            return call1(op_max_pool2d_backward_masked(), TensorSpan(in),
+                         PoolGradAttrs{.input = {6, 7}});
+          })
+          .ref([mp](const Tensors& x) {
+            Tensor idx = ref_indices(x[0], mp);
+            Tensor scattered = adjoint_ref(
+                [&](const Tensor& v) {
+                  Tensor in[2] = {v, idx};
+                  return call1(op_max_pool2d_gather(), TensorSpan(in));
+                },
+                x[0].shape(), x[1]);
+            return scattered * gt(x[0], zeros({}, x[0].dtype())).to(kFloat64);
+          })
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .bad("pooled values of another shape",
+               [] {
+                 Tensor in[3] = {zeros({1, 1, 1, 2}), zeros({1, 1, 1, 2}, kInt64),
+                                 zeros({1, 1, 1, 3})};
+                 call1(op_max_pool2d_backward_masked(), TensorSpan(in),
+                       PoolGradAttrs{.input = {2, 4}});
+               })
+          .bad("index out of range",
+               [] {
+                 Tensor in[3] = {zeros({1, 1, 1, 2}), full({1, 1, 1, 2}, int64_t{9}),
+                                 zeros({1, 1, 1, 2})};
+                 call1(op_max_pool2d_backward_masked(), TensorSpan(in),
+                       PoolGradAttrs{.input = {2, 4}});
+               }),
       Row("max_pool2d_gather")
           .inputs({In::randn({2, 3, 6, 7}).no_grad(), In::randn({2, 3, 6, 7})})
           .call([mp](const Tensors& x) {

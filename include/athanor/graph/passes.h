@@ -25,6 +25,9 @@
 // | epilogue      | a linear or forward convolution read only by a relu becomes            |
 // |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
 // |               | the output (a post-op), and the pre-activation is never stored         |
+// | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
+// |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
+// |               | gradient is written once (W2's conv -> relu -> pool backward)          |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |
 // |               | bool -> float) whose intermediates nothing else reads into one         |
 // |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
@@ -54,6 +57,7 @@ int fold_constants(Graph& g);
 int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
 int fuse_epilogues(Graph& g);
+int fuse_pool_masks(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);
 

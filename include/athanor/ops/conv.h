@@ -174,6 +174,14 @@ const Op<MaxPool2dAttrs>& op_max_pool2d();
 const Op<PoolGradAttrs>& op_max_pool2d_backward();
 // (grad_x, indices) -> values of grad_x at the indices: the adjoint of the scatter.
 const Op<NoAttrs>& op_max_pool2d_gather();
+// (grad, indices, pooled) -> max_pool2d_backward(grad, indices) * (x > 0), where
+// (pooled, indices) = max_pool2d(x): a ReLU-style mask on the pool's input folded into the
+// scatter. At each window's winner x equals the pooled value, and everywhere else the scatter
+// writes zero, so the mask needs only `pooled` (a quarter of x's bytes for a 2x2 pool) and the
+// gradient is written once. Bit-identical to the unfused scatter-then-mask (the mask is applied
+// after the sums, by multiplying with exactly 1 or 0). The graph compiler's pool_mask pass makes
+// it from W2-style conv -> relu -> max_pool backward graphs.
+const Op<PoolGradAttrs>& op_max_pool2d_backward_masked();
 const Op<AvgPool2dAttrs>& op_avg_pool2d();
 const Op<AvgPoolGradAttrs>& op_avg_pool2d_backward();
 struct AdaptivePoolAttrs {

@@ -25,6 +25,7 @@ const std::vector<NamedPass>& passes() {
       {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
       {"epilogue", fuse_epilogues},
+      {"pool_mask", fuse_pool_masks},
       {"fuse", fuse_pointwise},
       {"dce", eliminate_dead_code},
   };

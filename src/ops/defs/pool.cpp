@@ -3,8 +3,11 @@
 // Each pooling op pairs with a backward op that is its adjoint (linear in the gradient), and
 // each backward op's own gradient is the forward op again (max pooling's through a gather at the
 // saved indices), so double backward works.
+#include "athanor/ops/comparison.h"
 #include "athanor/ops/conv.h"
+#include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
+#include "athanor/ops/pointwise.h"
 #include "athanor/ops/views.h"
 
 namespace ath {
@@ -123,6 +126,38 @@ const Op<PoolGradAttrs>& op_max_pool2d_backward() {
           [](BackwardContext& ctx, const PoolGradAttrs&) {
             Tensor in[2] = {ctx.grad_output(0), ctx.input(1)};
             ctx.set_grad_input(0, call1(op_max_pool2d_gather(), TensorSpan(in)));
+          },
+  });
+  return op;
+}
+
+const Op<PoolGradAttrs>& op_max_pool2d_backward_masked() {
+  static const auto& op = define_op<PoolGradAttrs>({
+      .name = "max_pool2d_backward_masked",
+      .kind = OpKind::Opaque,
+      .num_inputs = 3,
+      .save_inputs = 0b110,
+      .promote_inputs = 0b101,  // indices stay int64
+      .infer =
+          [](TensorSpan in, const PoolGradAttrs& a) {
+            check_planes(in[0]);
+            check_indices(in[1], in[0].shape());
+            ATH_CHECK(in[2].shape() == in[0].shape(), ShapeError,
+                      "pooled values of shape {} do not match the gradient's shape {}",
+                      to_string(in[2].shape()), to_string(in[0].shape()));
+            ATH_CHECK(a.input[0] >= 1 && a.input[1] >= 1, ValueError,
+                      "input plane {} must be non-empty", pair_str(a.input));
+            return OutputSpec{{{with_plane(in[0].shape(), a.input), in[0].dtype()}}, in[0].dtype()};
+          },
+      .backward =
+          [](BackwardContext& ctx, const PoolGradAttrs&) {
+            // Linear in the gradient: the adjoint gathers at the winners and applies the
+            // same mask. The mask is piecewise constant: no gradient for `pooled`.
+            Tensor in[2] = {ctx.grad_output(0), ctx.input(1)};
+            Tensor gathered = call1(op_max_pool2d_gather(), TensorSpan(in));
+            const Tensor& pooled = ctx.input(2);
+            ctx.set_grad_input(
+                0, gathered * gt(pooled, zeros({}, pooled.dtype())).to(gathered.dtype()));
           },
   });
   return op;

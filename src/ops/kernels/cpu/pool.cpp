@@ -290,6 +290,43 @@ void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGr
   });
 }
 
+// max_pool_backward_kernel, then each winner times (pooled > 0): 1 or 0 exactly, after the
+// sums, so the bits equal the unfused scatter followed by the mask-multiply. A winner of several
+// windows is multiplied once per window by the same factor (x*1*1 = x, x*0*0 = x*0).
+template <class T>
+void max_pool_backward_masked_kernel(TensorSpan in, std::span<Tensor> out, const PoolGradAttrs&) {
+  using C = compute_t<T>;
+  Tensor g = in[0].contiguous(), idx = in[1].contiguous(), pooled = in[2].contiguous();
+  const Planes p = planes(out[0], g);
+  const T* gp = static_cast<const T*>(g.data_ptr());
+  const int64_t* ip = static_cast<const int64_t*>(idx.data_ptr());
+  const T* pv = static_cast<const T*>(pooled.data_ptr());
+  T* dx = static_cast<T*>(out[0].data_ptr());
+  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  for_planes(p.count, in_plane + out_plane, [&](int64_t pl) {
+    const int64_t* is = ip + pl * out_plane;
+    const T* gs = gp + pl * out_plane;
+    const T* ps = pv + pl * out_plane;
+    T* d = dx + pl * in_plane;
+    if constexpr (std::is_same_v<T, C>) {
+      std::fill(d, d + in_plane, T(0));
+      for (int64_t j = 0; j < out_plane; ++j) d[checked(is[j], in_plane)] += gs[j];
+      for (int64_t j = 0; j < out_plane; ++j) d[is[j]] *= ps[j] > T(0) ? T(1) : T(0);
+    } else {
+      thread_local std::vector<C> acc;
+      acc.assign(static_cast<std::size_t>(in_plane), C(0));
+      for (int64_t j = 0; j < out_plane; ++j)
+        acc[static_cast<std::size_t>(checked(is[j], in_plane))] += static_cast<C>(gs[j]);
+      for (int64_t i = 0; i < in_plane; ++i)
+        d[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+      for (int64_t j = 0; j < out_plane; ++j) {
+        const bool keep = static_cast<C>(ps[j]) > C(0);
+        d[is[j]] = static_cast<T>(static_cast<C>(d[is[j]]) * (keep ? C(1) : C(0)));
+      }
+    }
+  });
+}
+
 template <class T>
 void max_pool_gather_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
   Tensor x = in[0].contiguous(), idx = in[1].contiguous();
@@ -436,6 +473,8 @@ const bool registered = [] {
   register_cpu_floating(op_max_pool2d(), []<class T>() { return &max_pool_kernel<T>; });
   register_cpu_floating(op_max_pool2d_backward(),
                         []<class T>() { return &max_pool_backward_kernel<T>; });
+  register_cpu_floating(op_max_pool2d_backward_masked(),
+                        []<class T>() { return &max_pool_backward_masked_kernel<T>; });
   register_cpu_floating(op_max_pool2d_gather(),
                         []<class T>() { return &max_pool_gather_kernel<T>; });
   register_cpu_floating(op_avg_pool2d(), []<class T>() { return &avg_pool_kernel<T>; });
