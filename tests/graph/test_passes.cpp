@@ -242,6 +242,47 @@ TEST(GraphPasses, PoolMaskFoldsAReluMaskIntoTheMaxPoolScatter) {
   EXPECT_EQ(fuse_pool_masks(g), 0);
 }
 
+// A layer_norm_backward whose dx meets a residual gradient in an add: the two become one
+// layer_norm_backward_add, bit-identical, in either operand order; a dx read twice stays.
+TEST(GraphPasses, NormAddAddsTheResidualGradientWhereDxIsMade) {
+  Graph g;
+  const Shape s{4, 3, 8};
+  const ValueId x = g.add_argument({s, kFloat32});
+  const ValueId w = g.add_argument({{8}, kFloat32});
+  const ValueId gy = g.add_argument({s, kFloat32});
+  const ValueId r = g.add_argument({s, kFloat32});
+  const auto fwd =
+      g.add_node(op_layer_norm(), LayerNormAttrs{.normalized_shape = {8}, .has_weight = true},
+                 {x, w, g.add_constant(empty({0}))});
+  auto backward = [&] {
+    return g.add_node(op_layer_norm_backward(),
+                      LayerNormBackwardAttrs{.normalized_shape = {8}, .has_weight = true},
+                      {gy, x, fwd[1], fwd[2], w});
+  };
+  const auto b1 = backward();
+  const ValueId s1 = g.add_node(op_add(), AlphaAttrs{}, {r, b1[0]})[0];
+  const auto b2 = backward();
+  const ValueId s2 = g.add_node(op_add(), AlphaAttrs{}, {b2[0], s1})[0];
+  const auto b3 = backward();  // dx read twice: stays
+  const ValueId s3 = g.add_node(op_add(), AlphaAttrs{}, {b3[0], b3[0]})[0];
+  const auto b4 = backward();  // alpha 2: stays
+  const ValueId s4 = g.add_node(op_add(), AlphaAttrs{.alpha = 2}, {r, b4[0]})[0];
+  g.outputs = {s2, b1[1], b2[2], s3, s4};
+  const Tensor xs = randn(s), ws = randn({8}), gs = randn(s), rs = randn(s);
+  const std::vector<Tensor> before = Executor(g).run({xs, ws, gs, rs});
+
+  EXPECT_EQ(fuse_norm_adds(g), 2);
+  verify(g);
+  EXPECT_EQ(g.count("layer_norm_backward_add"), 2);
+  EXPECT_EQ(g.count("layer_norm_backward"), 2);
+  EXPECT_EQ(g.count("add"), 2);
+  const std::vector<Tensor> after = Executor(g).run({xs, ws, gs, rs});
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i].to_vector<float>(), after[i].to_vector<float>()) << i;
+  }
+  EXPECT_EQ(fuse_norm_adds(g), 0);
+}
+
 TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   Graph g;
   const ValueId x = g.add_argument({{3}, kFloat32});
@@ -257,17 +298,18 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(r.passes[2].changed, 1);
   EXPECT_EQ(r.passes[3].name, "epilogue");
   EXPECT_EQ(r.passes[4].name, "pool_mask");
-  EXPECT_EQ(r.passes[5].name, "fuse");
-  EXPECT_EQ(r.passes[5].changed, 0);  // exp has no fused form: add and neg stay single nodes
-  EXPECT_EQ(r.passes[6].name, "dce");
-  EXPECT_EQ(r.passes[6].changed, 1);
+  EXPECT_EQ(r.passes[5].name, "norm_add");
+  EXPECT_EQ(r.passes[6].name, "fuse");
+  EXPECT_EQ(r.passes[6].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[7].name, "dce");
+  EXPECT_EQ(r.passes[7].changed, 1);
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
   EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "epilogue", "pool_mask",
-                                        "fuse"}})
+                                        "norm_add", "fuse"}})
                 .passes.size(),
             0u);
 }

@@ -136,6 +136,33 @@ ATH_OP_ROWS(layer_norm) {
           .call(backward_call({5}, true, 1))
           .ref(backward_ref({5}, true, 1))
           .tol(1e-4, 1e-5),
+      // The fused form: dx + addend (inputs g, x, w, addend); its other outputs are the
+      // backward's own.
+      Row("layer_norm_backward_add")
+          .inputs({In::randn({3, 5}), In::randn({3, 5}), In::randn({5}), In::randn({3, 5})})
+          .call([](const Tensors& x) {
+            Tensor absent = empty({0});
+            Tensor fin[3] = {x[1], x[2], absent};
+            Outputs f =
+                call(op_layer_norm(), TensorSpan(fin),
+                     LayerNormAttrs{.normalized_shape = {5}, .eps = kEps, .has_weight = true});
+            Tensor bin[6] = {x[0], x[1], f[1], f[2], x[2], x[3]};
+            return call(op_layer_norm_backward_add(), TensorSpan(bin),
+                        LayerNormBackwardAttrs{.normalized_shape = {5}, .has_weight = true})[0];
+          })
+          .ref([](const Tensors& x) {
+            return backward_ref({5}, true, 0)({x[0], x[1], x[2]}) + x[3];
+          })
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .tol(1e-4, 1e-5)
+          .no_gradcheck()
+          .bad("addend shape",
+               [] {
+                 Tensor in[6] = {zeros({2, 3}), zeros({2, 3}), zeros({2, 1}),
+                                 zeros({2, 1}), zeros({3}),    zeros({2, 4})};
+                 call(op_layer_norm_backward_add(), TensorSpan(in),
+                      LayerNormBackwardAttrs{.normalized_shape = {3}, .has_weight = true});
+               }),
       Row("layer_norm_backward", "dbias")
           .inputs({In::randn({3, 5}), In::randn({3, 5}), In::randn({5})})
           .call(backward_call({5}, true, 2))

@@ -28,6 +28,8 @@
 // | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
+// | norm_add      | a layer_norm_backward whose dx only an add reads becomes               |
+// |               | layer_norm_backward_add: the residual gradient is added as dx is made  |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |
 // |               | bool -> float) whose intermediates nothing else reads into one         |
 // |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
@@ -58,6 +60,7 @@ int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
 int fuse_epilogues(Graph& g);
 int fuse_pool_masks(Graph& g);
+int fuse_norm_adds(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);
 

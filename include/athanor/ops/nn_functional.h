@@ -85,6 +85,13 @@ struct LayerNormBackwardAttrs {
 };
 const Op<LayerNormAttrs>& op_layer_norm();
 const Op<LayerNormBackwardAttrs>& op_layer_norm_backward();
+// layer_norm_backward with a residual gradient added to dx: inputs (g, x, mean, rstd, weight,
+// addend) -> (dx + addend, dweight, dbias). A pre-norm residual block's backward sums the
+// gradient through the norm with the one through the skip connection; this writes that sum in the
+// pass that computes dx, so dx is never written and read back. Bit-identical to the backward
+// followed by add (the addend is added to each dx element after it is rounded, as add would).
+// Made by the graph compiler's norm_add pass; not differentiable itself.
+const Op<LayerNormBackwardAttrs>& op_layer_norm_backward_add();
 
 // Inputs: x, running_mean, running_var, weight, bias. Outputs: y, mean [C], rstd [C], and the
 // unbiased batch variance [C] (training; [0] in eval) for the running-stat update. In eval,

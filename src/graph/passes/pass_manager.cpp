@@ -26,6 +26,7 @@ const std::vector<NamedPass>& passes() {
       {"cse", eliminate_common_subexpressions},
       {"epilogue", fuse_epilogues},
       {"pool_mask", fuse_pool_masks},
+      {"norm_add", fuse_norm_adds},
       {"fuse", fuse_pointwise},
       {"dce", eliminate_dead_code},
   };

@@ -98,6 +98,31 @@ const Op<LayerNormBackwardAttrs>& op_layer_norm_backward() {
   return op;
 }
 
+const Op<LayerNormBackwardAttrs>& op_layer_norm_backward_add() {
+  static const auto& op = define_op<LayerNormBackwardAttrs>({
+      .name = "layer_norm_backward_add",
+      .kind = OpKind::Opaque,
+      .num_inputs = 6,  // g, x, mean, rstd, weight, addend
+      .num_outputs = 3,
+      .promote_inputs = 0b100011,
+      .infer =
+          [](TensorSpan in, const LayerNormBackwardAttrs& a) {
+            check_normalized_shape(in[1], a.normalized_shape);
+            ATH_CHECK(a.mask[0], ValueError,
+                      "the addend is added to dx, which the mask leaves out");
+            OutputSpec spec =
+                detail::norm_backward_spec(in, stat_shape(in[1].shape(), a.normalized_shape.size()),
+                                           a.normalized_shape, a.has_weight, a.mask);
+            ATH_CHECK(in[5].shape() == in[1].shape(), ShapeError,
+                      "addend of shape {} does not match the input's shape {}",
+                      to_string(in[5].shape()), to_string(in[1].shape()));
+            return spec;
+          },
+      .not_differentiable = "a fused backward op, made by the graph compiler",
+  });
+  return op;
+}
+
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
   LayerNormAttrs a{.normalized_shape = normalized_shape,

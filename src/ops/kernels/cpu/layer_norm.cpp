@@ -4,8 +4,9 @@
 //
 // Memory contract. Forward: reads each row twice (moments, in cache-sized chunks; then the
 // normalization, usually still in cache), writes y once and mean/rstd per row. Backward: reads
-// g and x per row twice (two row sums, then dx), writes dx once; dweight/dbias accumulate into
-// per-row-block partials (blocks fixed by M alone) that are then summed in block order, so no
+// g and x per row twice (two row sums, then dx), writes dx once (layer_norm_backward_add also
+// reads the addend row and adds it to the dx row while it is in cache); dweight/dbias accumulate
+// into per-row-block partials (blocks fixed by M alone) that are then summed in block order, so no
 // result depends on the thread count.
 #include <vector>
 
@@ -43,11 +44,15 @@ void layer_norm_kernel(TensorSpan in, std::span<Tensor> out, const LayerNormAttr
   });
 }
 
-template <class T>
+// AddResidual: layer_norm_backward_add, whose 6th input is added to each dx element after
+// it is rounded to T (what a separate add would read).
+template <class T, bool AddResidual>
 void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
                                 const LayerNormBackwardAttrs& a) {
   using C = compute_t<T>;
   Tensor g = dense(in[0]), x = dense(in[1]);
+  Tensor addend = AddResidual ? dense(in[5]) : Tensor();
+  const T* ap = AddResidual ? static_cast<const T*>(addend.data_ptr()) : nullptr;
   const int64_t n = numel(a.normalized_shape), m = in[2].numel();
   Values<C> mean(in[2]), rstd(in[3]);
   std::vector<C> w = param_or<C>(in[4], a.has_weight, n, C(1));
@@ -81,6 +86,10 @@ void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
             C xh = (C(xr[j]) - mu) * r;
             dr[j] = T(r * (C(gr[j]) * wp[j] - ca - xh * cb));
           }
+          if constexpr (AddResidual) {
+            const T* ar = ap + i * n;
+            for (int64_t j = 0; j < n; ++j) dr[j] = T(C(dr[j]) + C(ar[j]));
+          }
         }
         if (aw != nullptr) {
           for (int64_t j = 0; j < n; ++j) aw[j] += double(C(gr[j]) * ((C(xr[j]) - mu) * r));
@@ -109,7 +118,9 @@ void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
 const bool registered = [] {
   register_cpu_floating(op_layer_norm(), []<class T>() { return &layer_norm_kernel<T>; });
   register_cpu_floating(op_layer_norm_backward(),
-                        []<class T>() { return &layer_norm_backward_kernel<T>; });
+                        []<class T>() { return &layer_norm_backward_kernel<T, false>; });
+  register_cpu_floating(op_layer_norm_backward_add(),
+                        []<class T>() { return &layer_norm_backward_kernel<T, true>; });
   return true;
 }();
 
