@@ -296,20 +296,21 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(pass_names().back(), "remat");
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
-  EXPECT_EQ(r.passes[3].name, "epilogue");
-  EXPECT_EQ(r.passes[4].name, "pool_mask");
-  EXPECT_EQ(r.passes[5].name, "norm_add");
-  EXPECT_EQ(r.passes[6].name, "fuse");
-  EXPECT_EQ(r.passes[6].changed, 0);  // exp has no fused form: add and neg stay single nodes
-  EXPECT_EQ(r.passes[7].name, "dce");
-  EXPECT_EQ(r.passes[7].changed, 1);
+  EXPECT_EQ(r.passes[3].name, "log_softmax_nll");
+  EXPECT_EQ(r.passes[4].name, "epilogue");
+  EXPECT_EQ(r.passes[5].name, "pool_mask");
+  EXPECT_EQ(r.passes[6].name, "norm_add");
+  EXPECT_EQ(r.passes[7].name, "fuse");
+  EXPECT_EQ(r.passes[7].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[8].name, "dce");
+  EXPECT_EQ(r.passes[8].changed, 1);
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "epilogue", "pool_mask",
-                                        "norm_add", "fuse"}})
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll",
+                                        "epilogue", "pool_mask", "norm_add", "fuse"}})
                 .passes.size(),
             0u);
 }

@@ -22,6 +22,9 @@
 // | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
 // |               | write between them reaches an input and none of their results is       |
 // |               | written later                                                          |
+// | log_softmax_  | log_softmax -> nll_loss (and their backward ops) become cross_entropy  |
+// |   nll         | and cross_entropy_backward: the log-probabilities are never stored.    |
+// |               | Not bit-identical (within a few ulp): off by name where bits must match |
 // | epilogue      | a linear or forward convolution read only by a relu becomes            |
 // |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
 // |               | the output (a post-op), and the pre-activation is never stored         |
@@ -58,6 +61,7 @@ namespace ath::graph {
 int fold_constants(Graph& g);
 int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
+int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);
 int fuse_pool_masks(Graph& g);
 int fuse_norm_adds(Graph& g);

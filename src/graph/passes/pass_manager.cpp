@@ -24,6 +24,7 @@ const std::vector<NamedPass>& passes() {
       {"fold", fold_constants},
       {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
+      {"log_softmax_nll", fuse_log_softmax_nll},
       {"epilogue", fuse_epilogues},
       {"pool_mask", fuse_pool_masks},
       {"norm_add", fuse_norm_adds},
