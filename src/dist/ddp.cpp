@@ -154,6 +154,8 @@ void DistributedDataParallel::sync_buffers() {
 
 void DistributedDataParallel::finish_gradient_sync() { state_->finish(); }
 
+void DistributedDataParallel::gradients_ready() { state_->all_gradients_ready(); }
+
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
     : ddp_(ddp), previous_(ddp.require_gradient_sync()) {
   ddp_.set_require_gradient_sync(false);

@@ -9,6 +9,7 @@
 
 #include "athanor/autograd/engine.h"
 #include "athanor/ops/creation.h"
+#include "athanor/ops/dispatch.h"
 #include "athanor/tensor/grad_mode.h"
 #include "ddp_state.h"
 
@@ -42,6 +43,25 @@ void DDPState::on_gradient(int64_t index) {
   }
 }
 
+void DDPState::all_gradients_ready() {
+  if (!require_sync || step_active) return;  // no_sync(), or the hooks already began the step
+  step_active = true;
+  backward_ended = true;
+  backward_end = Clock::now();
+  next_launch = 0;
+  ready_order.clear();
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    DDPBucket& b = buckets[i];
+    b.pending = 0;
+    b.work = Work();
+    b.timing = {.bucket = static_cast<int64_t>(i), .bytes = info[i].bytes, .ready = backward_end};
+    // Until the rebuild: the order the buckets launch in stands for the arrival order.
+    if (!buckets_rebuilt) ready_order.insert(ready_order.end(), b.members.begin(), b.members.end());
+  }
+  for (auto& p : params) p.ready = true;
+  launch_ready();
+}
+
 void DDPState::begin_step() {
   step_active = true;
   backward_ended = false;
@@ -72,6 +92,10 @@ void DDPState::launch_ready() {
 }
 
 void DDPState::launch(int64_t index) {
+  // A hook that fires while a step is traced for compile(): the copies into the bucket and the
+  // all-reduce are the hook's business, not the step's (the observer would record the copies;
+  // a collective it saw would fail the trace).
+  ath::detail::ObserverPause not_part_of_the_step;
   DDPBucket& b = buckets[static_cast<std::size_t>(index)];
   b.pending = 0;
   if (single) {  // the mean over one rank is the gradient itself

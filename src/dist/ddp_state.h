@@ -45,6 +45,9 @@ struct DDPState {
 
   // Hooks and the step (ddp_reducer.cpp).
   void on_gradient(int64_t index);
+  // A synchronised backward whose gradients reached grad() without hooks (a compiled replay):
+  // every parameter is ready at once and every bucket is launched now, in order.
+  void all_gradients_ready();
   void begin_step();
   void launch_ready();
   void launch(int64_t bucket);

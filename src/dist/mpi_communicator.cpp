@@ -17,6 +17,7 @@ void check_count(std::size_t n, Collective kind, const std::string& name, const 
 
 std::unique_ptr<Item> MpiCommunicator::make_item(Collective kind, std::string name,
                                                  const CallOptions& call) {
+  note_communication(kind, name);
   auto item = std::make_unique<Item>();
   item->kind = kind;
   item->timeout = timeout_of(call);

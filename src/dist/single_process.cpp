@@ -25,6 +25,7 @@ void check_same_size(const Tensor& a, const Tensor& b, Collective kind, const st
 
 Work SingleProcessCommunicator::finished(Collective kind, std::string name,
                                          const CallOptions& call) {
+  note_communication(kind, name);
   auto state = std::make_shared<WorkState>(kind, std::move(name),
                                            WorkState::Clock::now() + timeout_of(call));
   state->complete();

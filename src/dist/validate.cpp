@@ -145,5 +145,12 @@ void divide_by(const Tensor& t, int world_size) {
   }
 }
 
+void note_communication(Collective kind, const std::string& name) {
+  if (ath::detail::t_host_read_observer != nullptr) [[unlikely]] {
+    const std::string what = "communication: " + describe(kind, name);
+    ath::detail::t_host_read_observer(what.c_str());
+  }
+}
+
 }  // namespace detail
 }  // namespace ath::dist

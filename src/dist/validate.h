@@ -24,6 +24,13 @@ bool check_allgather(const Tensor& out, const Tensor& in, int world_size, int ra
 void check_reduce_scatter(const Tensor& out, const Tensor& in, int world_size,
                           const std::string& name);
 
+// Every call, before it is queued: while a step is traced for compile() (graph/tracer.h), a
+// communication call fails the trace — the graph holds registry ops only, so a replay would
+// skip it (SyncBatchNorm's collectives, say); the step then runs eagerly, with a diagnostic
+// naming the call. Hooks that communicate on the step's behalf (DDP's bucket all-reduces)
+// pause the tracer's observer first, and are not reported.
+void note_communication(Collective kind, const std::string& name);
+
 // Mean = sum / world_size, in place (integers truncate toward zero).
 void divide_by(const Tensor& t, int world_size);
 

@@ -33,7 +33,7 @@ struct HookProbe {
   }
 };
 
-CompiledTrainStep::CompiledTrainStep(Trainer& trainer, StepRunner& runner)
+CompiledTrainStep::CompiledTrainStep(Trainer& trainer, StepRunner& runner, bool split)
     : trainer_(trainer),
       runner_(runner),
       compiled_(StepFn([this](const data::Batch& batch, bool first, int64_t accumulate, bool step) {
@@ -45,7 +45,9 @@ CompiledTrainStep::CompiledTrainStep(Trainer& trainer, StepRunner& runner)
             return forward_backward(batch, first, accumulate,
                                     "fb/" + batch_key(batch, first, accumulate, false));
           }),
-          CompileOptions{}) {}
+          CompileOptions{}) {
+  if (split) mode_ = Mode::Split;
+}
 
 const CompileStats& CompiledTrainStep::stats() const {
   stats_ = compiled_.stats();
@@ -151,6 +153,7 @@ Tensor CompiledTrainStep::run(const data::Batch& batch, int64_t batch_idx, int64
       Tensor loss = run_compiled(forward_backward_, batch, first, accumulate, step,
                                  "fb/" + batch_key(batch, first, accumulate, false));
       if (!loss.defined()) return loss;
+      if (!ran_eagerly_) trainer_.strategy().after_replayed_backward();
       runner_.on_after_backward();
       if (step) runner_.optimizer_step();
       return loss;

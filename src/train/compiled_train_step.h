@@ -19,8 +19,11 @@
 //   - on_before_zero_grad or on_before_backward: they run between the forward and its backward,
 //     which must stay one graph (a replay's loss carries no autograd history to backpropagate
 //     later), so every step runs eagerly.
-// - A data-parallel strategy reduces gradients outside the op registry, which a
-//   graph cannot hold yet: such a fit runs eagerly (the Trainer does not make this object).
+// - A data-parallel strategy reduces gradients outside the op registry (its hooks pause the
+//   trace): its steps are split from the start. Forward and backward replay as one graph, then
+//   the strategy launches the gradient all-reduces (Strategy::after_replayed_backward), and the
+//   reduction, hooks, clipping and optimizer step run eagerly. Communication inside the step
+//   itself (SyncBatchNorm) fails the trace: such a step runs eagerly, with a diagnostic.
 #pragma once
 
 #include <map>
@@ -41,7 +44,9 @@ struct CapturedLog {
 
 class CompiledTrainStep {
  public:
-  CompiledTrainStep(Trainer& trainer, StepRunner& runner);
+  // split: start in Split mode (a data-parallel strategy's gradient reduction runs eagerly
+  // after the replayed backward).
+  CompiledTrainStep(Trainer& trainer, StepRunner& runner, bool split = false);
 
   // Runs micro-batch `position` (0-based) of a window of `accumulate`, stepping when `step`;
   // returns the loss (without autograd history).

@@ -74,6 +74,10 @@ void DDPStrategy::before_backward(bool sync) {
   if (ddp_) ddp_->set_require_gradient_sync(sync);
 }
 
+void DDPStrategy::after_replayed_backward() {
+  if (ddp_) ddp_->gradients_ready();
+}
+
 void DDPStrategy::reduce_gradients(optim::Optimizer& optimizer) {
   (void)optimizer;
   if (!ddp_) return;

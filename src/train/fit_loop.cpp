@@ -219,6 +219,7 @@ void Trainer::train_batch(const data::Batch& batch, int64_t batch_idx) {
     // The whole step, compiled (compiled_train_step.h): it checks the loss, zeroes,
     // backpropagates and steps as the branch below does.
     const bool step = accumulated_ + 1 >= accumulate_ || is_last_batch_;
+    strategy_->before_backward(step);  // host state, outside the graph (DDP's no_sync)
     loss = compiled_step_->run(batch, batch_idx, accumulated_, accumulate_, step);
     if (loss.defined()) {
       accumulated_ = step ? 0 : accumulated_ + 1;

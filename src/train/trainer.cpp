@@ -355,19 +355,14 @@ void Trainer::fit_impl(TrainingModule& module, Source train, Source val,
         });
     compiled_step_.reset();
     if (options_.compile) {
-      if (strategy_->name() != "single_device") {
-        // DDP's gradient hooks and bucket all-reduces run outside the op registry: a replay
-        // would skip them.
-        std::fprintf(stderr,
-                     "athanor compile: running eagerly: the %s strategy reduces gradients "
-                     "outside the op registry, which a compiled graph cannot hold yet\n",
-                     strategy_->name().c_str());
-      } else if (options_.detect_anomaly) {
+      if (options_.detect_anomaly) {
         std::fprintf(stderr,
                      "athanor compile: running eagerly: detect_anomaly reads every loss on the "
                      "host\n");
       } else {
-        compiled_step_ = std::make_unique<CompiledTrainStep>(*this, *step_runner_);
+        // A data-parallel strategy reduces gradients outside the graph: split the step there.
+        compiled_step_ = std::make_unique<CompiledTrainStep>(*this, *step_runner_,
+                                                             strategy_->name() != "single_device");
       }
     }
     schedulers_.clear();

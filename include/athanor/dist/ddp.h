@@ -110,6 +110,12 @@ class DistributedDataParallel {
   // the mean back into each parameter's grad(). Without a backward since the last call it does
   // nothing.
   void finish_gradient_sync();
+  // For a backward whose gradients reached grad() without autograd hooks (a compiled replay of
+  // the step, graph/compile.h): marks every parameter ready and launches every bucket now, in
+  // order, as the hooks would have; finish_gradient_sync() then completes the step as usual. No
+  // overlap with the backward (it has already run). Does nothing under no_sync() or when hooks
+  // already began this step.
+  void gradients_ready();
 
   // While a NoSync guard lives, backward passes accumulate gradients locally only.
   class NoSync {

@@ -50,6 +50,7 @@ class DDPStrategy : public Strategy {
   void prepare_train_source(data::BatchSource& source) override;
   void setup(TrainingModule& module, optim::Optimizer& optimizer) override;
   void before_backward(bool sync) override;
+  void after_replayed_backward() override;
   void reduce_gradients(optim::Optimizer& optimizer) override;
   void before_optimizer_step(optim::Optimizer& optimizer) override;
   void after_optimizer_step(optim::Optimizer& optimizer) override;

@@ -49,6 +49,10 @@ class Strategy {
   // an accumulation window before its last, whose gradients need only accumulate locally (a
   // data-parallel strategy then skips communication, as DDP's no_sync).
   virtual void before_backward(bool sync) { (void)sync; }
+  // After a backward that ran as a compiled replay (TrainerOptions::compile): the gradients are
+  // in place but no autograd hook saw them arrive; a data-parallel strategy starts reducing them
+  // now (DDP: every bucket's all-reduce, in order).
+  virtual void after_replayed_backward() {}
   // After the last backward of an accumulation window, before clipping and the optimizer step.
   virtual void reduce_gradients(optim::Optimizer& optimizer) { (void)optimizer; }
   // Around the optimizer's step, after clipping (every rank calls both, whether or not a loss
