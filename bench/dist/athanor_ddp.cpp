@@ -3,6 +3,8 @@
 //
 //   mpirun -n 2 athanor_ddp W2 --threads 1 [--steps N] [--trace FILE]   (2 processes x 1 thread)
 //   athanor_ddp W2 --threads 2                                          (1 process x 2 threads)
+//   ... --compile 1: zero_grad, forward and backward replay as one compiled graph; then every
+//   bucket's all-reduce starts at once (no overlap with the backward: it has already run).
 //
 // Protocol: every rank builds the model from the same seed (DDP broadcasts rank 0's anyway);
 // each global batch of the workload is split in contiguous shares, one per rank; the first 5
@@ -22,6 +24,7 @@
 #include "athanor/core/thread_policy.h"
 #include "athanor/dist/ddp.h"
 #include "athanor/dist/dist.h"
+#include "athanor/graph/compile.h"
 
 ATH_SHORT_OPENMP_SPIN();
 
@@ -31,15 +34,18 @@ using namespace ath::bench;
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: athanor_ddp W1|W2|W3|W4 [--threads N] [--steps N] [--trace FILE]\n");
+                 "usage: athanor_ddp W1|W2|W3|W4 [--threads N] [--steps N] [--trace FILE] "
+                 "[--compile 1]\n");
     return 2;
   }
   const std::string name = argv[1];
   int threads = 1;
   int64_t steps = 0;
   std::string trace_file;
+  bool compiled = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--compile") compiled = std::stoi(argv[i + 1]) != 0;
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
     if (flag == "--trace") trace_file = argv[i + 1];
@@ -61,11 +67,22 @@ int main(int argc, char** argv) {
   const auto timed_steps = static_cast<int64_t>(w.batches.size()) - 5;
   dist::DistributedDataParallel ddp(*model, {.timeline_steps = std::max<int64_t>(timed_steps, 1)});
   auto opt = w.make_optimizer(*model);
-  auto step = [&](const Tensor& x, const Tensor& y) {
+  auto forward_backward = [&](const Tensor& x, const Tensor& y) {
     opt->zero_grad();
     Tensor out = ddp(x);
     Tensor loss = cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}));
     loss.backward();
+    return loss;
+  };
+  Compiled<decltype(forward_backward)> compiled_fb(forward_backward, CompileOptions{});
+  auto step = [&](const Tensor& x, const Tensor& y) {
+    Tensor loss;
+    if (compiled) {
+      loss = compiled_fb(x, y);
+      ddp.gradients_ready();  // a replay: no hook launched the buckets (a trace: no-op)
+    } else {
+      loss = forward_backward(x, y);
+    }
     ddp.finish_gradient_sync();
     opt->step();
     return loss.item<float>();
@@ -98,12 +115,13 @@ int main(int argc, char** argv) {
       static_cast<double>(tail);
   const bench::HostInfo host = bench::measure_host(threads);
   std::printf(
-      "{\"workload\": \"%s\", \"framework\": \"athanor-ddp\", \"processes\": %d, \"threads\": %d, "
+      "{\"workload\": \"%s\", \"framework\": \"athanor-ddp%s\", \"processes\": %d, \"threads\": "
+      "%d, "
       "\"samples_per_s\": %.3f, \"seconds\": %.4f, \"steps\": %lld, \"final_loss\": %.6f, "
       "\"allreduce_s\": %.4f, \"hidden_s\": %.4f, \"hidden_fraction\": %.4f, "
       "\"isa\": \"%s\", \"sgemm_gflops\": %.1f}\n",
-      name.c_str(), world, threads, total.item<double>() / seconds, seconds,
-      static_cast<long long>(timed_steps), final_loss, summary.allreduce_s, summary.hidden_s,
-      summary.hidden_fraction, host.isa.c_str(), host.sgemm_gflops);
+      name.c_str(), compiled ? "-compiled" : "", world, threads, total.item<double>() / seconds,
+      seconds, static_cast<long long>(timed_steps), final_loss, summary.allreduce_s,
+      summary.hidden_s, summary.hidden_fraction, host.isa.c_str(), host.sgemm_gflops);
   return 0;
 }
