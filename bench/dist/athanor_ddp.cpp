@@ -3,8 +3,8 @@
 //
 //   mpirun -n 2 athanor_ddp W2 --threads 1 [--steps N] [--trace FILE]   (2 processes x 1 thread)
 //   athanor_ddp W2 --threads 2                                          (1 process x 2 threads)
-//   ... --compile 1: zero_grad, forward and backward replay as one compiled graph; then every
-//   bucket's all-reduce starts at once (no overlap with the backward: it has already run).
+//   ... --compile 1: zero_grad, forward and backward replay as one compiled graph; each bucket's
+//   all-reduce starts as the replay completes its gradients (CompileOptions::on_gradient_ready).
 //
 // Protocol: every rank builds the model from the same seed (DDP broadcasts rank 0's anyway);
 // each global batch of the workload is split in contiguous shares, one per rank; the first 5
@@ -74,7 +74,10 @@ int main(int argc, char** argv) {
     loss.backward();
     return loss;
   };
-  Compiled<decltype(forward_backward)> compiled_fb(forward_backward, CompileOptions{});
+  // Each gradient's bucket starts as the replay makes it, as the hooks do in an eager backward.
+  Compiled<decltype(forward_backward)> compiled_fb(
+      forward_backward,
+      CompileOptions{.on_gradient_ready = [&](const Tensor& p) { ddp.gradient_ready(p); }});
   auto step = [&](const Tensor& x, const Tensor& y) {
     Tensor loss;
     if (compiled) {

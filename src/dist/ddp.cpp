@@ -156,6 +156,17 @@ void DistributedDataParallel::finish_gradient_sync() { state_->finish(); }
 
 void DistributedDataParallel::gradients_ready() { state_->all_gradients_ready(); }
 
+void DistributedDataParallel::gradient_ready(const Tensor& parameter) {
+  detail::DDPState& s = *state_;
+  for (std::size_t i = 0; i < s.params.size(); ++i) {
+    if (s.params[i].param.impl() == parameter.impl()) {
+      // Not from a hook: the engine does not run this backward.
+      s.on_gradient(static_cast<int64_t>(i), /*from_engine=*/false);
+      return;
+    }
+  }
+}
+
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
     : ddp_(ddp), previous_(ddp.require_gradient_sync()) {
   ddp_.set_require_gradient_sync(false);

@@ -15,11 +15,11 @@
 
 namespace ath::dist::detail {
 
-void DDPState::on_gradient(int64_t index) {
+void DDPState::on_gradient(int64_t index, bool from_engine) {
   if (!require_sync) return;  // no_sync(): the gradient just accumulates
   DDPParam& p = params[static_cast<std::size_t>(index)];
   if (!step_active) {
-    begin_step();
+    begin_step(from_engine);
   } else if (backward_ended) {
     reset_step();
     throw Error(fmt::format(
@@ -62,7 +62,7 @@ void DDPState::all_gradients_ready() {
   launch_ready();
 }
 
-void DDPState::begin_step() {
+void DDPState::begin_step(bool from_engine) {
   step_active = true;
   backward_ended = false;
   next_launch = 0;
@@ -75,7 +75,8 @@ void DDPState::begin_step() {
     b.timing = {.bucket = static_cast<int64_t>(i), .bytes = info[i].bytes};
   }
   // Runs once this backward pass has accumulated every gradient: the end of the compute that
-  // communication can hide behind.
+  // communication can hide behind. (A replay's end is finish()'s start.)
+  if (!from_engine) return;
   queue_callback([this] {
     backward_ended = true;
     backward_end = Clock::now();

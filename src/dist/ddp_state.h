@@ -44,11 +44,13 @@ struct DDPState {
   void rebuild_buckets();
 
   // Hooks and the step (ddp_reducer.cpp).
-  void on_gradient(int64_t index);
+  // `from_engine`: the autograd engine runs this backward (its end is queued as a callback);
+  // false for a compiled replay's gradients (graph::Executor::set_gradient_ready).
+  void on_gradient(int64_t index, bool from_engine = true);
   // A synchronised backward whose gradients reached grad() without hooks (a compiled replay):
   // every parameter is ready at once and every bucket is launched now, in order.
   void all_gradients_ready();
-  void begin_step();
+  void begin_step(bool from_engine = true);
   void launch_ready();
   void launch(int64_t bucket);
   void finish();

@@ -157,6 +157,7 @@ struct CompiledStep::Impl {
     p->graph = std::move(g);
     p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory)
                                 : std::make_unique<Executor>(p->graph);
+    if (options.on_gradient_ready) p->executor->set_gradient_ready(options.on_gradient_ready);
     ++stats.graphs;
     stats.pass_seconds += seconds_since(t0);
     return p;

@@ -24,7 +24,8 @@ struct ArenaClaim {
 
 }  // namespace
 
-Executor::Executor(const Graph& graph) : graph_(graph), release_after_(graph.nodes.size()) {
+Executor::Executor(const Graph& graph)
+    : graph_(graph), release_after_(graph.nodes.size()), grads_final_after_(graph.nodes.size()) {
   constexpr int kKeep = std::numeric_limits<int>::max();
   std::vector<int> last_use(graph.values.size(), -1);
   for (std::size_t k = 0; k < graph.nodes.size(); ++k) {
@@ -37,6 +38,29 @@ Executor::Executor(const Graph& graph) : graph_(graph), release_after_(graph.nod
     const int k = last_use[v];
     if (k >= 0 && k != kKeep && graph.values[v].origin == ValueOrigin::Node)
       release_after_[static_cast<std::size_t>(k)].push_back(static_cast<ValueId>(v));
+  }
+  // When each parameter's gradient is final: after the last node that makes or writes its
+  // buffer (an assigned gradient), or writes the bound grad() state slot in place.
+  std::vector<int> last_write(graph.values.size(), -1);  // by storage owner
+  for (std::size_t k = 0; k < graph.nodes.size(); ++k) {
+    for (ValueId o : graph.nodes[k].outputs)
+      last_write[static_cast<std::size_t>(graph.storage_of(o))] = static_cast<int>(k);
+    for (const auto& w : graph.nodes[k].writes)
+      last_write[static_cast<std::size_t>(graph.storage_of(w.first))] = static_cast<int>(k);
+  }
+  std::vector<bool> assigned(graph.state.size(), false);  // by parameter slot
+  for (const GradBinding& b : graph.grads) {
+    assigned[static_cast<std::size_t>(b.state)] = true;
+    const int k = last_write[static_cast<std::size_t>(graph.storage_of(b.grad))];
+    if (k >= 0) grads_final_after_[static_cast<std::size_t>(k)].emplace_back(b.state, b.grad);
+  }
+  for (std::size_t s = 0; s < graph.state_grad_of.size(); ++s) {
+    const int32_t param = graph.state_grad_of[s];
+    // A parameter the graph assigns a new gradient replaces the bound one (zeroed in place
+    // first, say): its gradient is the assigned value.
+    if (param < 0 || assigned[static_cast<std::size_t>(param)]) continue;
+    const int k = last_write[static_cast<std::size_t>(graph.storage_of(graph.state[s]))];
+    if (k >= 0) grads_final_after_[static_cast<std::size_t>(k)].emplace_back(param, kNoValue);
   }
 }
 
@@ -198,6 +222,13 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   std::vector<Tensor> inputs;
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     run_node(k, slot, inputs, use_arena, stats);
+    if (gradient_ready_) {
+      for (const auto& [param, grad] : grads_final_after_[k]) {
+        const Tensor& p = g.state_tensors[static_cast<std::size_t>(param)];
+        if (grad != kNoValue) p.set_grad(slot[static_cast<std::size_t>(grad)]);
+        gradient_ready_(p);
+      }
+    }
     for (ValueId dead : release_after_[k]) slot[static_cast<std::size_t>(dead)] = Tensor();
   }
   for (const GradBinding& b : g.grads)

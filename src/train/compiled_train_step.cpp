@@ -45,7 +45,11 @@ CompiledTrainStep::CompiledTrainStep(Trainer& trainer, StepRunner& runner, bool 
             return forward_backward(batch, first, accumulate,
                                     "fb/" + batch_key(batch, first, accumulate, false));
           }),
-          CompileOptions{}) {
+          // Each gradient as the replayed backward makes it: a data-parallel strategy starts
+          // its all-reduce there, overlapping the rest of the backward.
+          CompileOptions{.on_gradient_ready = [this](const Tensor& p) {
+            trainer_.strategy().replayed_gradient_ready(p);
+          }}) {
   if (split) mode_ = Mode::Split;
 }
 

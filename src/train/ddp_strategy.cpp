@@ -78,6 +78,10 @@ void DDPStrategy::after_replayed_backward() {
   if (ddp_) ddp_->gradients_ready();
 }
 
+void DDPStrategy::replayed_gradient_ready(const Tensor& parameter) {
+  if (ddp_) ddp_->gradient_ready(parameter);
+}
+
 void DDPStrategy::reduce_gradients(optim::Optimizer& optimizer) {
   (void)optimizer;
   if (!ddp_) return;

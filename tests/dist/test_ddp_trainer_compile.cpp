@@ -12,6 +12,7 @@
 #include "athanor/dist/sync_batch_norm.h"
 #include "athanor/graph/compile.h"
 #include "athanor/nn/batch_norm.h"
+#include "athanor/optim/sgd.h"
 #include "athanor/train/trainer.h"
 #include "ddp_test_util.h"
 
@@ -142,6 +143,57 @@ TEST(DDPTrainerCompile, ACollectiveInsideACompiledStepFailsItsTrace) {
   ASSERT_FALSE(diagnostics.empty());
   EXPECT_NE(diagnostics[0].find("communication: allreduce 'inside the step'"), std::string::npos)
       << diagnostics[0];
+}
+
+// DDP over a compiled step directly (as bench/dist/athanor_ddp --compile): each bucket's
+// all-reduce starts as the replay completes its gradients (CompileOptions::on_gradient_ready),
+// before the replay ends, and the parameters stay bit-identical to the eager loop.
+TEST(DDPTrainerCompile, BucketsStartWhileTheReplayStillRuns) {
+  Communicator& comm = world();
+  auto train = [&](bool compiled) {
+    Mlp model(100 + static_cast<uint64_t>(comm.rank()));  // rank 0's weights win
+    // Small buckets: several per step (fc2's and fc1's gradients arrive apart).
+    DistributedDataParallel ddp(model, {.bucket_cap_bytes = 256, .first_bucket_cap_bytes = 64});
+    optim::SGD opt(model.parameters(), {.lr = 0.05});
+    auto forward_backward = [&](const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss = mse_loss(ddp(x), y);
+      loss.backward();
+      return loss;
+    };
+    Compiled<decltype(forward_backward)> step(
+        forward_backward,
+        CompileOptions{.on_gradient_ready = [&](const Tensor& p) { ddp.gradient_ready(p); }});
+    bool started_inside = false;
+    for (int64_t i = 0; i < 6; ++i) {
+      auto [x, y] = step_data(i, 8 * comm.world_size());
+      x = rows_of(x, 8 * comm.rank(), 8);
+      y = rows_of(y, 8 * comm.rank(), 8);
+      if (compiled) {
+        step(x, y);
+        ddp.gradients_ready();  // a no-op once on_gradient_ready began the step
+      } else {
+        forward_backward(x, y);
+      }
+      ddp.finish_gradient_sync();
+      opt.step();
+      if (compiled && i >= 2 && comm.world_size() > 1) {  // a replay (the buckets were rebuilt)
+        const DDPStepTiming& t = ddp.timeline().steps().back();
+        EXPECT_GE(t.buckets.size(), 2u);
+        started_inside = started_inside || t.buckets.front().start < t.backward_end;
+      }
+    }
+    if (compiled) {
+      EXPECT_GE(step.stats().replays, 4);
+      if (comm.world_size() > 1) {
+        EXPECT_TRUE(started_inside);
+      }
+    }
+    std::vector<std::vector<float>> params;
+    for (const Tensor& p : model.parameters()) params.push_back(p.to_vector<float>());
+    return params;
+  };
+  EXPECT_EQ(train(true), train(false));
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ class DistributedDataParallel {
   // overlap with the backward (it has already run). Does nothing under no_sync() or when hooks
   // already began this step.
   void gradients_ready();
+  // One parameter's gradient of a compiled replay is final (CompileOptions::on_gradient_ready):
+  // what its post-accumulate hook does in an eager backward — its bucket's all-reduce starts
+  // once the bucket is complete, overlapping the rest of the replay. Parameters the wrapper
+  // does not hold are ignored.
+  void gradient_ready(const Tensor& parameter);
 
   // While a NoSync guard lives, backward passes accumulate gradients locally only.
   class NoSync {

@@ -83,6 +83,11 @@ struct CompileOptions {
   std::string debug_dir;
   // Receives the one-line diagnostics (fallbacks); default: printed to stderr.
   std::function<void(const std::string&)> on_diagnostic;
+  // During a replay: called with each parameter as soon as the graph has made its gradient
+  // (grad() holds it; graph::Executor::set_gradient_ready). What a post-accumulate hook sees in
+  // an eager backward, for code that must act per gradient while the backward still runs — a
+  // data-parallel strategy's all-reduces. Not called while a call runs eagerly (its hooks run).
+  std::function<void(const Tensor& parameter)> on_gradient_ready;
 };
 
 struct CompileStats {

@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <span>
 #include <vector>
@@ -53,6 +54,13 @@ class Executor {
     return run(std::span<const Tensor>(arguments.begin(), arguments.size()));
   }
   const Graph& graph() const { return graph_; }
+
+  // Called during a run, once per parameter whose gradient the graph makes or writes, right
+  // after the last node that does: its grad() then holds this run's gradient while the rest of
+  // the graph still runs. A data-parallel wrapper starts each gradient's all-reduce there, so
+  // communication overlaps the replayed backward as it overlaps an eager one.
+  using GradientReady = std::function<void(const Tensor& parameter)>;
+  void set_gradient_ready(GradientReady fn) { gradient_ready_ = std::move(fn); }
 
   // What the last run did with its buffers.
   struct RunStats {
@@ -90,6 +98,11 @@ class Executor {
   // Per node: the values whose last reader it is (released after it runs).
   std::vector<std::vector<ValueId>> release_after_;
   std::vector<NodeMemory> node_memory_;  // empty without a plan
+  // Per node: the parameters (state slots) whose gradient is final after it, and for each the
+  // value holding the gradient (an assigned one, set as grad() there) or kNoValue (written in
+  // place into the bound grad()).
+  std::vector<std::vector<std::pair<int32_t, ValueId>>> grads_final_after_;
+  GradientReady gradient_ready_;
   int64_t arena_bytes_ = 0;
   mutable Tensor arena_;
   mutable std::atomic<bool> arena_busy_{false};

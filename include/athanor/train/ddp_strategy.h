@@ -51,6 +51,7 @@ class DDPStrategy : public Strategy {
   void setup(TrainingModule& module, optim::Optimizer& optimizer) override;
   void before_backward(bool sync) override;
   void after_replayed_backward() override;
+  void replayed_gradient_ready(const Tensor& parameter) override;
   void reduce_gradients(optim::Optimizer& optimizer) override;
   void before_optimizer_step(optim::Optimizer& optimizer) override;
   void after_optimizer_step(optim::Optimizer& optimizer) override;

@@ -53,6 +53,9 @@ class Strategy {
   // in place but no autograd hook saw them arrive; a data-parallel strategy starts reducing them
   // now (DDP: every bucket's all-reduce, in order).
   virtual void after_replayed_backward() {}
+  // During a compiled replay of the backward: `parameter`'s gradient is final (the replay's
+  // stand-in for a post-accumulate hook; a data-parallel strategy starts its all-reduce).
+  virtual void replayed_gradient_ready(const Tensor& parameter) { (void)parameter; }
   // After the last backward of an accumulation window, before clipping and the optimizer step.
   virtual void reduce_gradients(optim::Optimizer& optimizer) { (void)optimizer; }
   // Around the optimizer's step, after clipping (every rank calls both, whether or not a loss
