@@ -24,7 +24,7 @@ namespace {
 
 // Bit patterns, so NaNs compare equal to themselves and -0 differs from +0.
 // W4's compiled step, forward + backward + AdamW, at most this many kernels (see the test).
-constexpr int kW4MaxKernels = 97;
+constexpr int kW4MaxKernels = 93;  // 97 before norm_add folded 4 residual adds
 
 std::vector<uint32_t> bits(const Tensor& t) {
   const std::vector<float> v = t.to(kFloat32).contiguous().to_vector<float>();
@@ -360,7 +360,7 @@ TEST(FusePass, W4StepCompilesToABoundedNumberOfKernels) {
   ASSERT_NE(step.graph(), nullptr);
   int kernels = 0;
   for (const Node& n : step.graph()->nodes) kernels += n.op->kind == OpKind::View ? 0 : 1;
-  EXPECT_LE(kernels, kW4MaxKernels);
+  EXPECT_LE(kernels, kW4MaxKernels) << "kernels: " << kernels;
   EXPECT_EQ(step.graph()->count("adam_update"), 1);  // one multi-tensor update for all
 }
 
