@@ -1,0 +1,39 @@
+#include "op_table.h"
+
+#include <vector>
+
+#include "athanor/onnx/session.h"
+#include "athanor/ops/copy.h"
+
+namespace ath::onnx {
+
+namespace detail {
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    add_elementwise_ops(t);
+    add_activation_ops(t);
+    add_shape_ops(t);
+    add_indexing_ops(t);
+    add_reduce_ops(t);
+    add_nn_ops(t);
+    add_pad_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+Tensor like_type(const Tensor& r, const Tensor& x) {
+  return r.dtype() == x.dtype() ? r : to_dtype(r, x.dtype());
+}
+
+}  // namespace detail
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, op] : detail::op_table()) names.push_back(name);
+  return names;
+}
+
+}  // namespace ath::onnx

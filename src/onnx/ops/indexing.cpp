@@ -1,0 +1,135 @@
+// ONNX ops that index: Gather, GatherElements, ScatterElements, TopK, ArgMax/ArgMin, CumSum,
+// OneHot, NonZero. ONNX indices may be negative (counted from the end of the axis); athanor's
+// kernels take them normalized, so they are wrapped first.
+#include "athanor/ops/indexing.h"
+
+#include "../op_table.h"
+#include "athanor/graph/tracer.h"
+#include "athanor/ops/comparison.h"
+#include "athanor/ops/copy.h"
+#include "athanor/ops/creation.h"
+#include "athanor/ops/pointwise.h"
+#include "athanor/ops/reduction.h"
+#include "athanor/ops/shaping.h"
+#include "athanor/ops/views.h"
+
+namespace ath::onnx::detail {
+
+namespace {
+
+// index + n where index < 0, as int64.
+Tensor wrap_indices(const Tensor& index, int64_t n) {
+  Tensor i = to_dtype(index, kInt64);
+  return where(lt(i, Scalar(0)), add(i, Scalar(n)), i);
+}
+
+void lower_gather(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& idx = c.in(1);
+  const int64_t axis = c.axis(c.attr_int("axis", 0), x.dim());
+  Tensor flat = reshape(wrap_indices(idx, x.size(axis)), {idx.numel()});
+  Tensor y = index_select(x, axis, flat);
+  Shape shape(x.shape().begin(), x.shape().begin() + axis);
+  for (int64_t d : idx.shape()) shape.push_back(d);
+  for (int64_t d = axis + 1; d < x.dim(); ++d) shape.push_back(x.size(d));
+  c.out(0, reshape(y, shape));
+}
+
+void lower_gather_elements(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.axis(c.attr_int("axis", 0), x.dim());
+  c.out(0, gather(x, axis, wrap_indices(c.in(1), x.size(axis))));
+}
+
+void lower_scatter_elements(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.axis(c.attr_int("axis", 0), x.dim());
+  const std::string reduction = c.attr_string("reduction", "none");
+  Tensor idx = wrap_indices(c.in(1), x.size(axis));
+  if (reduction == "none") {
+    c.out(0, scatter(x, axis, idx, c.in(2)));
+  } else if (reduction == "add") {
+    c.out(0, scatter_add(x, axis, idx, c.in(2)));
+  } else {
+    c.unsupported("ScatterElements reduction '{}'", reduction);
+  }
+}
+
+void lower_topk(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.axis(c.attr_int("axis", -1), x.dim());
+  const int64_t k = c.opset() >= 10 ? c.ints(1).at(0) : c.attr_int("k", 0);
+  const bool largest = c.opset() >= 11 ? c.attr_int("largest", 1) != 0 : true;
+  auto [values, indices] = topk(x, k, axis, largest, true);
+  c.out(0, values);
+  if (c.wants(1)) c.out(1, indices);
+}
+
+template <bool Max>
+void lower_arg(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.axis(c.attr_int("axis", 0), x.dim());
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  if (c.attr_int("select_last_index", 0) != 0) {
+    // The last of equal extrema: the first in the flipped tensor, mapped back.
+    Tensor r = Max ? argmax(flip(x, {axis}), axis, keep) : argmin(flip(x, {axis}), axis, keep);
+    c.out(0, sub(full({}, x.size(axis) - 1, kInt64), r));
+    return;
+  }
+  c.out(0, Max ? argmax(x, axis, keep) : argmin(x, axis, keep));
+}
+
+void lower_cumsum(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t axis = c.axis(c.ints(1).at(0), x.dim());
+  ScanAttrs a{.dim = axis,
+              .dtype = {},
+              .reverse = c.attr_int("reverse", 0) != 0,
+              .exclusive = c.attr_int("exclusive", 0) != 0};
+  c.out(0, like_type(cumsum(x, a), x));
+}
+
+void lower_one_hot(NodeContext& c) {
+  const Tensor& idx = c.in(0);
+  const std::vector<double> depth_v = c.doubles(1);
+  const auto depth = static_cast<int64_t>(depth_v.at(0));
+  const Tensor& values = c.in(2);  // [off, on]
+  const int64_t rank = idx.dim() + 1;
+  const int64_t axis = c.axis(c.attr_int("axis", -1), rank);
+  Tensor i = wrap_indices(idx, depth);
+  // Out-of-range indices give an all-off row, as ONNX specifies.
+  Tensor valid = logical_and(ge(i, Scalar(0)), lt(i, Scalar(depth)));
+  Tensor hot = logical_and(eq(unsqueeze(i, -1), arange(Scalar(depth))), unsqueeze(valid, -1));
+  if (axis != rank - 1) {
+    DimList perm;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      if (d == axis) perm.push_back(rank - 1);
+      perm.push_back(d);
+    }
+    if (static_cast<int64_t>(perm.size()) < rank) perm.push_back(rank - 1);
+    hot = permute(hot, perm);
+  }
+  c.out(0, where(hot, select(values, 0, 1), select(values, 0, 0)));
+}
+
+void lower_nonzero(NodeContext& c) {
+  // Its output's shape depends on the values: a replay could not reuse a recorded shape.
+  graph::Tracer::fail_active("NonZero's output shape depends on its input's values");
+  c.out(0, transpose(nonzero(c.in(0)), 0, 1));
+}
+
+}  // namespace
+
+void add_indexing_ops(OpTable& t) {
+  t["Gather"] = {lower_gather, 0, 1, kAllTypes};
+  t["GatherElements"] = {lower_gather_elements, 0, 11, kAllTypes};
+  t["ScatterElements"] = {lower_scatter_elements, 0, 11, kAllTypes};
+  t["TopK"] = {lower_topk, 1u << 1, 1, kNumericTypes};
+  t["ArgMax"] = {lower_arg<true>, 0, 1, kNumericTypes};
+  t["ArgMin"] = {lower_arg<false>, 0, 1, kNumericTypes};
+  t["CumSum"] = {lower_cumsum, 1u << 1, 11, kNumericTypes};
+  t["OneHot"] = {lower_one_hot, 1u << 1, 9, kNumericTypes};
+  t["NonZero"] = {lower_nonzero, 0, 9, kAllTypes};
+}
+
+}  // namespace ath::onnx::detail
