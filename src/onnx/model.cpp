@@ -71,6 +71,45 @@ TypeMap declared_types(const ::onnx::GraphProto& g) {
   return types;
 }
 
+// Fills in the element types of values nothing declares, where the op makes them evident: most
+// ops keep input 0's type; shape ops give int64, comparisons bool, Cast its `to`. Values of ops
+// the importer does not know stay unknown. Used for the load-time type check and its messages.
+void infer_types(const LoadedModel& m, TypeMap& types) {
+  static const std::unordered_set<std::string> to_int64 = {"Shape", "Size", "ArgMax", "ArgMin",
+                                                           "NonZero"};
+  static const std::unordered_set<std::string> to_bool = {
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
+      "And",   "Or",   "Xor",         "IsNaN",   "IsInf"};
+  const OpTable& table = op_table();
+  for (const NodeProto* n : m.order) {
+    if (!table.contains(n->op_type())) continue;
+    int type = 0;
+    if (to_int64.contains(n->op_type())) {
+      type = ::onnx::TensorProto::INT64;
+    } else if (to_bool.contains(n->op_type())) {
+      type = ::onnx::TensorProto::BOOL;
+    } else if (n->op_type() == "Cast") {
+      for (const auto& a : n->attribute()) {
+        if (a.name() == "to") type = static_cast<int>(a.i());
+      }
+    } else if (n->op_type() == "Constant" || n->op_type() == "ConstantOfShape" ||
+               n->op_type() == "EyeLike") {
+      continue;  // the type is an attribute's; left to the run
+    } else {
+      // The input whose type the output takes: 0 for most ops.
+      const int from = n->op_type() == "Where" || n->op_type() == "CastLike" ? 1
+                       : n->op_type() == "OneHot"                            ? 2
+                                                                             : 0;
+      auto it = from < n->input_size() ? types.find(n->input(from)) : types.end();
+      if (it != types.end()) type = it->second;
+    }
+    if (n->output_size() > 0 && !n->output(0).empty() && type != 0)
+      types.emplace(n->output(0), type);
+    if (n->op_type() == "TopK" && n->output_size() > 1)
+      types.emplace(n->output(1), ::onnx::TensorProto::INT64);  // the indices
+  }
+}
+
 // Every node whose op, opset or element types the importer does not support.
 void check_supported(const LoadedModel& m, const TypeMap& types) {
   std::vector<std::string> problems;
@@ -257,7 +296,9 @@ std::unique_ptr<LoadedModel> check_and_index(std::unique_ptr<LoadedModel> m) {
   }
   for (const auto& v : g.output()) m->outputs.push_back(info_from_value(v, file));
   order_nodes(*m, available);
-  check_supported(*m, declared_types(g));
+  TypeMap types = declared_types(g);
+  infer_types(*m, types);
+  check_supported(*m, types);
   for (const auto& t : g.initializer()) {
     m->initializers.emplace(
         t.name(),

@@ -1,0 +1,155 @@
+// InferenceSession on models built in the test: results equal athanor's own ops, graphs are
+// cached per input key and replayed, shape subgraphs fold, opset-dependent semantics.
+#include "athanor/onnx/session.h"
+
+#include <gtest/gtest.h>
+
+#include "athanor/graph/graph.h"
+#include "athanor/ops/ops.h"
+#include "onnx/model_builder.h"
+
+namespace ath::onnx::testing {
+namespace {
+
+constexpr int kF = ::onnx::TensorProto::FLOAT;
+constexpr int kI64 = ::onnx::TensorProto::INT64;
+
+TEST(OnnxSession, MlpMatchesRegistryOpsAndReplays) {
+  ModelBuilder m(13);
+  m.input("x", kF, {"N", 4});
+  const Tensor w1 = randn({4, 8}), b1 = randn({8}), w2 = randn({3, 8}), b2 = randn({3});
+  m.initializer("w1", w1);
+  m.initializer("b1", b1);
+  m.initializer("w2", w2);
+  m.initializer("b2", b2);
+  m.node("MatMul", {"x", "w1"}, {"h0"});
+  m.node("Add", {"h0", "b1"}, {"h1"});
+  m.node("Relu", {"h1"}, {"h2"});
+  auto* gemm = m.node("Gemm", {"h2", "w2", "b2"}, {"y"});
+  ModelBuilder::attr(gemm, "transB", int64_t{1});
+  m.output("y", kF);
+  InferenceSession s(m.save("mlp"), {.threads = 2});
+  ASSERT_EQ(s.inputs().size(), 1u);
+  EXPECT_EQ(s.inputs()[0].type_string(), "float32[N,4]");
+
+  for (int64_t batch : {2, 5, 2}) {
+    const Tensor x = randn({batch, 4});
+    const Tensor want = linear(relu(add(matmul(x, w1), b1)), w2, b2);
+    for (int rep = 0; rep < 2; ++rep) {
+      const std::vector<Tensor> y = s.run({{"x", x}});
+      ASSERT_EQ(y.size(), 1u);
+      EXPECT_TRUE(allclose(y[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+    }
+  }
+  // Batch 2 and batch 5 each traced once; the other four runs replayed.
+  EXPECT_EQ(s.stats().traces, 2);
+  EXPECT_EQ(s.stats().replays, 4);
+  ASSERT_NE(s.last_graph(), nullptr);
+}
+
+TEST(OnnxSession, ShapeSubgraphFoldsIntoConstants) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): flatten all but the batch.
+  ModelBuilder m(13);
+  m.input("x", kF, {"N", 3, 4});
+  m.initializer("zero", full({}, 0, kInt64));
+  m.initializer("minus_one", from_vector<int64_t>({-1}));
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Gather", {"shape", "zero"}, {"batch"});
+  m.node("Unsqueeze", {"batch", "axes0"}, {"batch1"});
+  m.initializer("axes0", from_vector<int64_t>({0}));
+  m.node("Concat", {"batch1", "minus_one"}, {"target"});
+  ModelBuilder::attr(m.graph().mutable_node(3), "axis", int64_t{0});
+  m.node("Reshape", {"x", "target"}, {"flat"});
+  m.node("Relu", {"flat"}, {"y"});
+  m.output("y", kF);
+  InferenceSession s(m.save("shape_fold"));
+  const Tensor x = randn({2, 3, 4});
+  s.run({{"x", x}});
+  const std::vector<Tensor> y = s.run({{"x", x}});
+  EXPECT_TRUE(allclose(y[0], relu(reshape(x, {2, 12}))));
+  ASSERT_NE(s.last_graph(), nullptr);
+  // No shape arithmetic left: only the reshape (a view) and the relu.
+  EXPECT_EQ(s.last_graph()->count("index_select"), 0);
+  EXPECT_EQ(s.last_graph()->count("cat"), 0);
+  EXPECT_EQ(s.last_graph()->count("relu"), 1);
+  const Tensor x3 = randn({3, 3, 4});
+  EXPECT_EQ(s.run({{"x", x3}})[0].shape(), (Shape{3, 12}));
+}
+
+TEST(OnnxSession, ValueKeyedInputIsPartOfTheKey) {
+  // Reshape's shape comes from a graph input: each distinct value gets its own graph.
+  ModelBuilder m(13);
+  m.input("x", kF, {2, 6});
+  m.input("shape", kI64, {2});
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  m.output("y", kF);
+  InferenceSession s(m.save("value_keyed"));
+  const Tensor x = randn({2, 6});
+  EXPECT_EQ(s.run({{"x", x}, {"shape", from_vector<int64_t>({3, 4})}})[0].shape(), (Shape{3, 4}));
+  EXPECT_EQ(s.run({{"x", x}, {"shape", from_vector<int64_t>({4, -1})}})[0].shape(), (Shape{4, 3}));
+  EXPECT_EQ(s.run({{"x", x}, {"shape", from_vector<int64_t>({3, 4})}})[0].shape(), (Shape{3, 4}));
+  EXPECT_EQ(s.stats().traces, 2);
+  EXPECT_EQ(s.stats().replays, 1);
+}
+
+Tensor run_softmax(int opset, const Tensor& x, int64_t axis) {
+  ModelBuilder m(opset);
+  m.input("x", kF, {2, 3, 4});
+  ModelBuilder::attr(m.node("Softmax", {"x"}, {"y"}), "axis", axis);
+  m.output("y", kF);
+  InferenceSession s(m.save("softmax" + std::to_string(opset)));
+  return s.run({{"x", x}})[0];
+}
+
+TEST(OnnxSession, SoftmaxAxisSemanticsChangeAtOpset13) {
+  const Tensor x = randn({2, 3, 4});
+  // opset 11: axis 1 means "flatten to [2, 12] and normalize each row".
+  EXPECT_TRUE(allclose(run_softmax(11, x, 1), reshape(softmax(reshape(x, {2, 12}), 1), {2, 3, 4})));
+  // opset 13: normalize along axis 1 only.
+  EXPECT_TRUE(allclose(run_softmax(13, x, 1), softmax(x, 1)));
+}
+
+TEST(OnnxSession, SqueezeAxesAttributeBeforeOpset13InputAfter) {
+  const Tensor x = randn({1, 3, 1});
+  {
+    ModelBuilder m(11);
+    m.input("x", kF, {1, 3, 1});
+    ModelBuilder::attr(m.node("Squeeze", {"x"}, {"y"}), "axes", std::vector<int64_t>{0});
+    m.output("y", kF);
+    InferenceSession s(m.save("squeeze11"));
+    EXPECT_EQ(s.run({{"x", x}})[0].shape(), (Shape{3, 1}));
+  }
+  {
+    ModelBuilder m(13);
+    m.input("x", kF, {1, 3, 1});
+    m.initializer("axes", from_vector<int64_t>({-1}));
+    m.node("Squeeze", {"x", "axes"}, {"y"});
+    m.output("y", kF);
+    InferenceSession s(m.save("squeeze13"));
+    EXPECT_EQ(s.run({{"x", x}})[0].shape(), (Shape{1, 3}));
+  }
+}
+
+TEST(OnnxSession, ExternalDataIsReadFromTheModelsDirectory) {
+  ModelBuilder m(13);
+  m.input("x", kF, {3});
+  const Tensor w = from_vector<float>({1, 2, 3});
+  auto* init = m.initializer("w", w);
+  init->clear_raw_data();
+  init->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* loc = init->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights.bin");
+  m.node("Mul", {"x", "w"}, {"y"});
+  m.output("y", kF);
+  const std::string path = m.save("external");
+  {
+    std::ofstream bin(std::filesystem::path(path).parent_path() / "weights.bin", std::ios::binary);
+    bin.write(static_cast<const char*>(w.data_ptr()), static_cast<std::streamsize>(w.nbytes()));
+  }
+  InferenceSession s(path);
+  EXPECT_EQ(s.run({{"x", ones({3})}})[0].to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
