@@ -11,6 +11,7 @@
 #include "athanor/ops/indexing.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
+#include "athanor/ops/reduction.h"
 #include "athanor/ops/views.h"
 
 namespace ath::onnx::detail {
@@ -87,6 +88,30 @@ void lower_softmax(NodeContext& c) {
   c.out(0, reshape(y, x.shape()));
 }
 
+// Hardmax: 1 at the first maximum along the axis (opset < 13: of the flattened 2-D view).
+void lower_hardmax(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t rank = x.dim();
+  Tensor v = x;
+  int64_t axis = 0;
+  if (c.opset() >= 13) {
+    axis = c.axis(c.attr_int("axis", -1), rank);
+  } else {
+    const int64_t a = c.axis(c.attr_int("axis", 1), rank);
+    int64_t outer = 1;
+    for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
+    v = reshape(x, {outer, x.numel() / std::max<int64_t>(outer, 1)});
+    axis = 1;
+  }
+  Tensor idx = argmax(v, axis, true);
+  Tensor pos = reshape(arange(Scalar(v.size(axis))), [&] {
+    Shape s(static_cast<std::size_t>(v.dim()), 1);
+    s[static_cast<std::size_t>(axis)] = v.size(axis);
+    return s;
+  }());
+  c.out(0, reshape(to_dtype(eq(pos, idx), x.dtype()), x.shape()));
+}
+
 void lower_dropout(NodeContext& c) {
   // Inference: the identity (training_mode, opset 12's third input, must be false).
   if (c.opset() >= 12 && c.has(2) && c.ints(2).at(0) != 0)
@@ -113,6 +138,7 @@ void add_activation_ops(OpTable& t) {
   t["Shrink"] = {lower_shrink, 0, 9, kNumericTypes};
   t["Softmax"] = {lower_softmax<false>, 0, 1, kFloatTypes};
   t["LogSoftmax"] = {lower_softmax<true>, 0, 1, kFloatTypes};
+  t["Hardmax"] = {lower_hardmax, 0, 1, kFloatTypes};
   // training_mode (input 2) is read on the host.
   t["Dropout"] = {lower_dropout, 1u << 2, 7, kFloatTypes};
 }

@@ -123,6 +123,13 @@ void lower_isinf(NodeContext& c) {
   c.out(0, inf);
 }
 
+// Hyperbolic functions and their inverses, composed from exp/log/sqrt (no kernels of their own).
+Tensor sinh_(const Tensor& x) { return mul(sub(exp(x), exp(neg(x))), 0.5); }
+Tensor cosh_(const Tensor& x) { return mul(add(exp(x), exp(neg(x))), 0.5); }
+Tensor asinh_(const Tensor& x) { return log(add(x, sqrt(add(mul(x, x), 1.0)))); }
+Tensor acosh_(const Tensor& x) { return log(add(x, sqrt(sub(mul(x, x), 1.0)))); }
+Tensor atanh_(const Tensor& x) { return mul(log(div(add(x, 1.0), add(neg(x), 1.0))), 0.5); }
+
 }  // namespace
 
 void add_elementwise_ops(OpTable& t) {
@@ -147,6 +154,11 @@ void add_elementwise_ops(OpTable& t) {
   t["Cos"] = {unary<cos>, 0, 7, kFloatTypes};
   t["Tan"] = {unary<tan>, 0, 7, kFloatTypes};
   t["Tanh"] = {unary<tanh>, 0, 6, kFloatTypes};
+  t["Sinh"] = {unary<sinh_>, 0, 9, kFloatTypes};
+  t["Cosh"] = {unary<cosh_>, 0, 9, kFloatTypes};
+  t["Asinh"] = {unary<asinh_>, 0, 9, kFloatTypes};
+  t["Acosh"] = {unary<acosh_>, 0, 9, kFloatTypes};
+  t["Atanh"] = {unary<atanh_>, 0, 9, kFloatTypes};
   t["Sigmoid"] = {unary<sigmoid>, 0, 6, kFloatTypes};
   t["Erf"] = {unary<erf>, 0, 9, kNumericTypes & ~type_bit(2)};
   t["Floor"] = {unary<floor>, 0, 6, kFloatTypes};

@@ -118,12 +118,90 @@ void lower_nonzero(NodeContext& c) {
   c.out(0, transpose(nonzero(c.in(0)), 0, 1));
 }
 
+// The row of `data` flattened over its first b + k dims that each index tuple of GatherND /
+// ScatterND names: indices [B..., M..., k] -> int64 [B..., M...] (negative entries wrapped).
+Tensor nd_linear_index(const Tensor& data, const Tensor& indices, int64_t b) {
+  const int64_t k = indices.size(-1);
+  ATH_CHECK(k >= 1 && b + k <= data.dim(), ShapeError,
+            "index tuples of length {} after {} batch dims for data of rank {}", k, b, data.dim());
+  std::vector<int64_t> dims, strides(static_cast<std::size_t>(k));
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    strides[static_cast<std::size_t>(j)] = stride;
+    stride *= data.size(b + j);
+  }
+  for (int64_t j = 0; j < k; ++j) dims.push_back(data.size(b + j));
+  Tensor i = to_dtype(indices, kInt64);
+  i = where(lt(i, Scalar(0)), add(i, from_vector(dims)), i);
+  Tensor linear = sum(mul(i, from_vector(strides)), {-1});
+  if (b > 0) {
+    int64_t batches = 1;
+    Shape bshape;
+    for (int64_t d = 0; d < b; ++d) {
+      batches *= data.size(d);
+      bshape.push_back(data.size(d));
+    }
+    while (static_cast<int64_t>(bshape.size()) < linear.dim()) bshape.push_back(1);
+    linear = add(linear, mul(reshape(arange(Scalar(batches)), bshape), Scalar(stride)));
+  }
+  return linear;
+}
+
+Shape nd_flat_shape(const Tensor& data, int64_t leading) {
+  int64_t rows = 1;
+  for (int64_t d = 0; d < leading; ++d) rows *= data.size(d);
+  Shape s{rows};
+  for (int64_t d = leading; d < data.dim(); ++d) s.push_back(data.size(d));
+  return s;
+}
+
+void lower_gather_nd(NodeContext& c) {
+  const Tensor& data = c.in(0);
+  const Tensor& idx = c.in(1);
+  const int64_t b = c.attr_int("batch_dims", 0);
+  const int64_t k = idx.size(-1);
+  Tensor linear = nd_linear_index(data, idx, b);
+  Tensor rows =
+      index_select(reshape(data, nd_flat_shape(data, b + k)), 0, reshape(linear, {linear.numel()}));
+  Shape out(idx.shape().begin(), idx.shape().end() - 1);
+  for (int64_t d = b + k; d < data.dim(); ++d) out.push_back(data.size(d));
+  c.out(0, reshape(rows, out));
+}
+
+void lower_scatter_nd(NodeContext& c) {
+  const Tensor& data = c.in(0);
+  const Tensor& idx = c.in(1);
+  const int64_t k = idx.size(-1);
+  const std::string reduction = c.attr_string("reduction", "none");
+  Tensor linear = nd_linear_index(data, idx, 0);
+  const Shape flat = nd_flat_shape(data, k);
+  Shape upd_shape{linear.numel()};
+  for (std::size_t d = 1; d < flat.size(); ++d) upd_shape.push_back(flat[d]);
+  Tensor upd = reshape(c.in(2), upd_shape);
+  Shape lin_shape(upd_shape.size(), 1);
+  lin_shape[0] = linear.numel();
+  Tensor index = expand(reshape(linear, lin_shape), upd_shape);
+  Tensor base = reshape(data, flat);
+  Tensor y;
+  if (reduction == "none") {
+    y = scatter(base, 0, index, upd);
+  } else if (reduction == "add") {
+    y = scatter_add(base, 0, index, upd);
+  } else {
+    c.unsupported("ScatterND reduction '{}'", reduction);
+  }
+  c.out(0, reshape(y, data.shape()));
+}
+
 }  // namespace
 
 void add_indexing_ops(OpTable& t) {
   t["Gather"] = {lower_gather, 0, 1, kAllTypes};
   t["GatherElements"] = {lower_gather_elements, 0, 11, kAllTypes};
   t["ScatterElements"] = {lower_scatter_elements, 0, 11, kAllTypes};
+  t["Scatter"] = {lower_scatter_elements, 0, 9, kAllTypes};  // opsets 9-10; ScatterElements after
+  t["GatherND"] = {lower_gather_nd, 0, 11, kAllTypes};
+  t["ScatterND"] = {lower_scatter_nd, 0, 11, kAllTypes};
   t["TopK"] = {lower_topk, 1u << 1, 1, kNumericTypes};
   t["ArgMax"] = {lower_arg<true>, 0, 1, kNumericTypes};
   t["ArgMin"] = {lower_arg<false>, 0, 1, kNumericTypes};

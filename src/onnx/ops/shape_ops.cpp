@@ -274,6 +274,33 @@ void lower_trilu(NodeContext& c) {
   c.out(0, c.attr_int("upper", 1) != 0 ? triu(c.in(0), k) : tril(c.in(0), k));
 }
 
+// DepthToSpace / SpaceToDepth: a reshape, a permutation, a reshape (DCR and CRD orders).
+void lower_depth_to_space(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  ATH_CHECK(x.dim() == 4, ShapeError, "expected [N, C, H, W], got rank {}", x.dim());
+  const int64_t b = c.attr_int("blocksize", 0);
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  ATH_CHECK(b > 0 && ch % (b * b) == 0, ShapeError, "blocksize {} for {} channels", b, ch);
+  const int64_t oc = ch / (b * b);
+  Tensor y;
+  if (c.attr_string("mode", "DCR") == "DCR") {
+    y = permute(reshape(x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2});
+  } else {
+    y = permute(reshape(x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
+  }
+  c.out(0, reshape(y, {n, oc, h * b, w * b}));
+}
+
+void lower_space_to_depth(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  ATH_CHECK(x.dim() == 4, ShapeError, "expected [N, C, H, W], got rank {}", x.dim());
+  const int64_t b = c.attr_int("blocksize", 0);
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  ATH_CHECK(b > 0 && h % b == 0 && w % b == 0, ShapeError, "blocksize {} for {}x{}", b, h, w);
+  Tensor y = permute(reshape(x, {n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+  c.out(0, reshape(y, {n, ch * b * b, h / b, w / b}));
+}
+
 }  // namespace
 
 void add_shape_ops(OpTable& t) {
@@ -293,6 +320,8 @@ void add_shape_ops(OpTable& t) {
   t["ConstantOfShape"] = {lower_constant_of_shape, 1u << 0, 9, kIntTypes};
   t["Range"] = {lower_range, 0b111, 11, kNumericTypes};
   t["EyeLike"] = {lower_eye_like, 0, 9, kAllTypes, true};
+  t["DepthToSpace"] = {lower_depth_to_space, 0, 1, kAllTypes};
+  t["SpaceToDepth"] = {lower_space_to_depth, 0, 1, kAllTypes};
   t["Trilu"] = {lower_trilu, 1u << 1, 14, kAllTypes};
 }
 
