@@ -20,6 +20,7 @@ const OpTable& op_table() {
     add_nn_ops(t);
     add_pad_ops(t);
     add_loss_ops(t);
+    add_resize_ops(t);
     return t;
   }();
   return table;
