@@ -21,6 +21,7 @@ const OpTable& op_table() {
     add_pad_ops(t);
     add_loss_ops(t);
     add_resize_ops(t);
+    add_rnn_ops(t);
     return t;
   }();
   return table;
