@@ -1,5 +1,7 @@
 #include "op_table.h"
 
+#include <fmt/ranges.h>
+
 #include <vector>
 
 #include "athanor/onnx/session.h"
@@ -25,6 +27,17 @@ const OpTable& op_table() {
     return t;
   }();
   return table;
+}
+
+void check_output_size(const Shape& shape) {
+  constexpr int64_t kMax = int64_t{1} << 31;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    ATH_CHECK(d >= 0, ValueError, "negative dimension {} in [{}]", d, fmt::join(shape, ","));
+    ATH_CHECK(d == 0 || n <= kMax / d, ValueError, "shape [{}] has more than 2^31 elements",
+              fmt::join(shape, ","));
+    n *= d;
+  }
 }
 
 Tensor like_type(const Tensor& r, const Tensor& x) {

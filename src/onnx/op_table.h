@@ -52,6 +52,10 @@ void add_rnn_ops(OpTable& t);
 Tensor pad_axis(const Tensor& x, int64_t d, int64_t before, int64_t after, const std::string& mode,
                 const Scalar& value);
 
+// Checks a shape computed from a model's data (ConstantOfShape, Expand, Tile, Resize, Range...)
+// before anything is allocated: non-negative dims, at most 2^31 elements (ValueError).
+void check_output_size(const Shape& shape);
+
 // r converted to x's element type (ONNX keeps the input type where athanor promotes).
 Tensor like_type(const Tensor& r, const Tensor& x);
 

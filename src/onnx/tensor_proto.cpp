@@ -59,6 +59,10 @@ std::vector<char> read_external(const TP& proto, const std::filesystem::path& ba
               "{}: external data location '{}' leaves the model's directory", what, e.location);
   }
   const std::filesystem::path file = base_dir / rel;
+  std::error_code ec;
+  // A regular file only: never a FIFO, a device or a directory (a read that could block).
+  ATH_CHECK(std::filesystem::is_regular_file(file, ec), FormatError,
+            "{}: external data file {} is not a regular file", what, file.string());
   std::ifstream in(file, std::ios::binary);
   ATH_CHECK(in.good(), FormatError, "{}: cannot open external data file {}", what, file.string());
   in.seekg(0, std::ios::end);

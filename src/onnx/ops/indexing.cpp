@@ -91,8 +91,10 @@ void lower_cumsum(NodeContext& c) {
 
 void lower_one_hot(NodeContext& c) {
   const Tensor& idx = c.in(0);
-  const std::vector<double> depth_v = c.doubles(1);
-  const auto depth = static_cast<int64_t>(depth_v.at(0));
+  const double depth_v = c.doubles(1).at(0);
+  ATH_CHECK(depth_v >= 1 && depth_v <= static_cast<double>(int64_t{1} << 24), ValueError,
+            "depth {} is out of range", depth_v);
+  const auto depth = static_cast<int64_t>(depth_v);
   const Tensor& values = c.in(2);  // [off, on]
   const int64_t rank = idx.dim() + 1;
   const int64_t axis = c.axis(c.attr_int("axis", -1), rank);

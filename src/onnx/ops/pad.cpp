@@ -13,6 +13,11 @@ Tensor pad_axis(const Tensor& x, int64_t d, int64_t before, int64_t after, const
                 const Scalar& value) {
   if (before == 0 && after == 0) return x;
   const int64_t n = x.size(d);
+  Shape padded = x.shape();
+  ATH_CHECK(std::abs(before) <= (int64_t{1} << 31) && std::abs(after) <= (int64_t{1} << 31),
+            ValueError, "pads {} / {} are out of range", before, after);
+  padded[static_cast<std::size_t>(d)] = std::max<int64_t>(0, n + before + after);
+  check_output_size(padded);
   if (before < 0) return pad_axis(slice(x, d, -before, n), d, 0, after, mode, value);
   if (after < 0) return pad_axis(slice(x, d, 0, n + after), d, before, 0, mode, value);
   if (mode == "constant") {

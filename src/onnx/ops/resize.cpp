@@ -177,11 +177,13 @@ void resize(NodeContext& c, const ResizeAttrs& a, std::vector<double> scales,
   } else {
     ATH_CHECK(scales.size() == rank, ValueError, "{} scales for rank {}", scales.size(), rank);
     for (std::size_t d = 0; d < rank; ++d) {
-      ATH_CHECK(scales[d] > 0, ValueError, "scale {} must be positive", scales[d]);
+      ATH_CHECK(scales[d] > 0 && scales[d] < 1e6, ValueError, "scale {} is out of range",
+                scales[d]);
       sizes.push_back(static_cast<int64_t>(
           std::floor(static_cast<double>(x.size(static_cast<int64_t>(d))) * scales[d])));
     }
   }
+  check_output_size(Shape(sizes.begin(), sizes.end()));
   Tensor y = x;
   for (std::size_t d = 0; d < rank; ++d) {
     if (sizes[d] == x.size(static_cast<int64_t>(d)) && scales[d] == 1.0 &&

@@ -180,7 +180,9 @@ Shape broadcast_shape(const Shape& a, const std::vector<int64_t>& b) {
 
 void lower_expand(NodeContext& c) {
   const Tensor& x = c.in(0);
-  c.out(0, expand(x, broadcast_shape(x.shape(), c.ints(1))));
+  const Shape shape = broadcast_shape(x.shape(), c.ints(1));
+  check_output_size(shape);
+  c.out(0, expand(x, shape));
 }
 
 void lower_tile(NodeContext& c) {
@@ -228,7 +230,7 @@ void lower_constant(NodeContext& c) {
 
 void lower_constant_of_shape(NodeContext& c) {
   const std::vector<int64_t> shape = c.ints(0);
-  for (int64_t d : shape) ATH_CHECK(d >= 0, ShapeError, "negative dimension {}", d);
+  check_output_size(to_shape(shape));
   Tensor value = c.attr_tensor("value");
   if (!value.defined()) {
     c.out(0, zeros(to_shape(shape), kFloat32));
@@ -243,12 +245,19 @@ void lower_range(NodeContext& c) {
   if (is_floating(dt)) {
     const double start = c.doubles(0).at(0), limit = c.doubles(1).at(0), delta = c.doubles(2).at(0);
     ATH_CHECK(delta != 0, ValueError, "Range with delta 0");
-    const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+    const double count = std::max(0.0, std::ceil((limit - start) / delta));
+    ATH_CHECK(count <= static_cast<double>(int64_t{1} << 31), ValueError, "Range of {} values",
+              count);
+    const auto n = static_cast<int64_t>(count);
     // start + i * delta in the input type, as ONNX's reference computes it
     c.out(0, to_dtype(add(mul(arange(Scalar(n)), delta), start), dt));
   } else {
     const int64_t start = c.ints(0).at(0), limit = c.ints(1).at(0), delta = c.ints(2).at(0);
     ATH_CHECK(delta != 0, ValueError, "Range with delta 0");
+    const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
+                                   static_cast<double>(delta));
+    ATH_CHECK(count <= static_cast<double>(int64_t{1} << 31), ValueError, "Range of {} values",
+              count);
     c.out(0, arange(Scalar(start), Scalar(limit), Scalar(delta), dt));
   }
 }
