@@ -1,8 +1,11 @@
 // ONNX's backend node tests (Debian's libonnx-testdata) through InferenceSession: every test's
 // outcome must be the one tests/onnx/node_expectations.txt records (tests not listed must pass),
 // so the file stays true both ways. Prints the pass rate of the supported tests and a per-op
-// table. ATH_ONNX_WRITE_EXPECTATIONS=<file> writes the file from this run instead.
+// table. ATH_ONNX_WRITE_EXPECTATIONS=1 rewrites the files from this run instead. The
+// pytorch-operator, pytorch-converted and simple suites are checked the same way against
+// pytorch_simple_expectations.txt.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,13 +24,20 @@ struct Counts {
   int passed = 0, failed = 0, unsupported = 0;
 };
 
-TEST(OnnxConformance, NodeTestsMatchExpectations) {
-  const fs::path suite = fs::path(ATH_ONNX_TESTDATA) / "node";
-  // install-deps.sh installs libonnx-testdata: a missing suite is a broken setup, not a skip.
-  ASSERT_TRUE(fs::is_directory(suite)) << suite << " is missing: run scripts/install-deps.sh";
-  const auto expected = read_expectations(ATH_ONNX_EXPECTATIONS);
+// Runs every test of `suites` (directories under the test data) and checks each outcome against
+// `expectations`; tests are named "test_x" for one suite, "suite/test_x" for several.
+void check_suites(const std::vector<std::string>& suites, const fs::path& expectations) {
+  const auto expected = read_expectations(expectations);
   std::vector<NodeTestResult> results;
-  for (const fs::path& dir : list_tests(suite)) results.push_back(run_node_test(dir));
+  for (const std::string& name : suites) {
+    const fs::path suite = fs::path(ATH_ONNX_TESTDATA) / name;
+    // install-deps.sh installs libonnx-testdata: a missing suite is a broken setup, not a skip.
+    ASSERT_TRUE(fs::is_directory(suite)) << suite << " is missing: run scripts/install-deps.sh";
+    for (const fs::path& dir : list_tests(suite)) {
+      results.push_back(run_node_test(dir));
+      if (suites.size() > 1) results.back().name = name + "/" + results.back().name;
+    }
+  }
 
   Counts total;
   int replayed = 0;
@@ -59,22 +69,24 @@ TEST(OnnxConformance, NodeTestsMatchExpectations) {
   const int supported = total.passed + total.failed;
   std::printf("%s", table.c_str());
   std::printf(
-      "ONNX node tests: %zu; passed %d, failed %d, unsupported %d; pass rate of supported "
+      "ONNX %s tests: %zu; passed %d, failed %d, unsupported %d; pass rate of supported "
       "tests: %.1f%% (%d / %d)\n",
-      results.size(), total.passed, total.failed, total.unsupported,
-      supported > 0 ? 100.0 * total.passed / supported : 0.0, total.passed, supported);
+      fmt::format("{}", fmt::join(suites, " + ")).c_str(), results.size(), total.passed,
+      total.failed, total.unsupported, supported > 0 ? 100.0 * total.passed / supported : 0.0,
+      total.passed, supported);
   std::printf(
       "of the passed tests, %d replayed a recorded graph; the rest ran eagerly (a value "
       "read on the host mid-run)\n",
       replayed);
 
-  if (const char* out = std::getenv("ATH_ONNX_WRITE_EXPECTATIONS")) {
-    std::ofstream f(out);
-    f << "# ONNX backend node tests (libonnx-testdata) that athanor does not pass, with why.\n"
+  if (std::getenv("ATH_ONNX_WRITE_EXPECTATIONS") != nullptr) {
+    std::ofstream f(expectations);
+    f << "# ONNX backend tests (libonnx-testdata: " << fmt::format("{}", fmt::join(suites, ", "))
+      << ") that athanor does not pass, with why.\n"
          "# Format: test_name status reason. Tests not listed must pass; conformance_test.cpp\n"
          "# fails when any test's outcome differs from this file. Regenerate with\n"
-         "#   ATH_ONNX_WRITE_EXPECTATIONS=$PWD/tests/onnx/node_expectations.txt \\\n"
-         "#     build/tests/onnx/athanor_onnx_tests --gtest_filter=OnnxConformance.*\n";
+         "#   ATH_ONNX_WRITE_EXPECTATIONS=1 build/tests/onnx/athanor_onnx_tests \\\n"
+         "#     --gtest_filter=OnnxConformance.*\n";
     for (const auto& r : results) {
       if (r.status != "passed") f << r.name << " " << r.status << " " << r.reason << "\n";
     }
@@ -82,9 +94,19 @@ TEST(OnnxConformance, NodeTestsMatchExpectations) {
   }
   std::string msg;
   for (const auto& m : mismatches) msg += m + "\n";
-  EXPECT_TRUE(mismatches.empty()) << mismatches.size() << " tests differ from "
-                                  << ATH_ONNX_EXPECTATIONS << ":\n"
+  EXPECT_TRUE(mismatches.empty()) << mismatches.size() << " tests differ from " << expectations
+                                  << ":\n"
                                   << msg;
+}
+
+TEST(OnnxConformance, NodeTestsMatchExpectations) {
+  check_suites({"node"}, fs::path(ATH_ONNX_EXPECTATIONS_DIR) / "node_expectations.txt");
+}
+
+// The models PyTorch exported (operators and small modules) and the "simple" suite.
+TEST(OnnxConformance, PyTorchAndSimpleSuitesMatchExpectations) {
+  check_suites({"pytorch-operator", "pytorch-converted", "simple"},
+               fs::path(ATH_ONNX_EXPECTATIONS_DIR) / "pytorch_simple_expectations.txt");
 }
 
 }  // namespace

@@ -37,7 +37,15 @@ void lower_celu(NodeContext& c) {
 }
 void lower_prelu(NodeContext& c) {
   const Tensor& x = c.in(0);
-  c.out(0, where(lt(x, Scalar(0)), mul(x, c.in(1)), x));
+  Tensor slope = c.in(1);
+  // Before opset 7 a 1-D slope of C values applies along the channel dim (dim 1).
+  if (c.opset() < 7 && slope.dim() == 1 && x.dim() >= 2 && slope.size(0) == x.size(1) &&
+      slope.numel() > 1) {
+    Shape s(static_cast<std::size_t>(x.dim() - 1), 1);
+    s[0] = slope.size(0);
+    slope = reshape(slope, s);
+  }
+  c.out(0, where(lt(x, Scalar(0)), mul(x, slope), x));
 }
 void lower_thresholded_relu(NodeContext& c) {
   const Tensor& x = c.in(0);
@@ -129,7 +137,7 @@ void add_activation_ops(OpTable& t) {
   t["Elu"] = {lower_elu, 0, 6, kFloatTypes};
   t["Selu"] = {lower_selu, 0, 6, kFloatTypes};
   t["Celu"] = {lower_celu, 0, 12, kFloatTypes};
-  t["PRelu"] = {lower_prelu, 0, 7, kFloatTypes};
+  t["PRelu"] = {lower_prelu, 0, 6, kFloatTypes};
   t["ThresholdedRelu"] = {lower_thresholded_relu, 0, 10, kFloatTypes};
   t["HardSigmoid"] = {lower_hard_sigmoid, 0, 6, kFloatTypes};
   t["HardSwish"] = {lower_hard_swish, 0, 14, kFloatTypes};

@@ -9,6 +9,7 @@
 #include "athanor/ops/creation.h"
 #include "athanor/ops/indexing.h"
 #include "athanor/ops/pointwise.h"
+#include "athanor/ops/views.h"
 
 namespace ath::onnx::detail {
 
@@ -18,9 +19,24 @@ namespace {
 // result is cast back to input 0's type.
 Tensor like(const Tensor& r, const Tensor& x) { return like_type(r, x); }
 
+// Before opset 7, binary ops broadcast only with broadcast=1, aligning B at `axis` of A when
+// given (else at A's end, as numpy does): B gets trailing 1s to line up.
+Tensor operand_b(NodeContext& c) {
+  const Tensor& a = c.in(0);
+  const Tensor& b = c.in(1);
+  if (c.opset() >= 7 || c.attr_int("broadcast", 0) == 0 || !c.has_attr("axis")) return b;
+  const int64_t axis = c.axis(c.attr_int("axis", 0), a.dim());
+  const int64_t trailing = a.dim() - axis - b.dim();
+  ATH_CHECK(trailing >= 0, ShapeError, "B of rank {} at axis {} of a rank-{} A", b.dim(), axis,
+            a.dim());
+  Shape s = b.shape();
+  for (int64_t i = 0; i < trailing; ++i) s.push_back(1);
+  return reshape(b, s);
+}
+
 template <Tensor (*F)(const Tensor&, const Tensor&)>
 void binary(NodeContext& c) {
-  c.out(0, like(F(c.in(0), c.in(1)), c.in(0)));
+  c.out(0, like(F(c.in(0), operand_b(c)), c.in(0)));
 }
 
 Tensor add2(const Tensor& a, const Tensor& b) { return add(a, b); }
@@ -30,7 +46,7 @@ Tensor pow2(const Tensor& a, const Tensor& b) { return pow(a, b); }
 
 void lower_div(NodeContext& c) {
   const Tensor& a = c.in(0);
-  Tensor q = div(a, c.in(1));
+  Tensor q = div(a, operand_b(c));
   if (!a.is_floating_point()) q = trunc(q);  // C's integer division: towards zero
   c.out(0, like(q, a));
 }
@@ -133,16 +149,16 @@ Tensor atanh_(const Tensor& x) { return mul(log(div(add(x, 1.0), add(neg(x), 1.0
 }  // namespace
 
 void add_elementwise_ops(OpTable& t) {
-  t["Add"] = {binary<add2>, 0, 7, kNumericTypes};
-  t["Sub"] = {binary<sub2>, 0, 7, kNumericTypes};
-  t["Mul"] = {binary<mul2>, 0, 7, kNumericTypes};
-  t["Div"] = {lower_div, 0, 7, kNumericTypes};
-  t["Pow"] = {binary<pow2>, 0, 7, kNumericTypes};
+  t["Add"] = {binary<add2>, 0, 6, kNumericTypes};
+  t["Sub"] = {binary<sub2>, 0, 6, kNumericTypes};
+  t["Mul"] = {binary<mul2>, 0, 6, kNumericTypes};
+  t["Div"] = {lower_div, 0, 6, kNumericTypes};
+  t["Pow"] = {binary<pow2>, 0, 1, kNumericTypes};
   t["Mod"] = {lower_mod, 0, 10, kNumericTypes};
-  t["Max"] = {variadic<0>, 0, 8, kNumericTypes};
-  t["Min"] = {variadic<1>, 0, 8, kNumericTypes};
-  t["Sum"] = {variadic<2>, 0, 8, kNumericTypes};
-  t["Mean"] = {variadic<3>, 0, 8, kFloatTypes};
+  t["Max"] = {variadic<0>, 0, 6, kNumericTypes};
+  t["Min"] = {variadic<1>, 0, 6, kNumericTypes};
+  t["Sum"] = {variadic<2>, 0, 6, kNumericTypes};
+  t["Mean"] = {variadic<3>, 0, 6, kFloatTypes};
   t["Neg"] = {unary<neg>, 0, 6, kNumericTypes};
   t["Abs"] = {unary<abs>, 0, 6, kNumericTypes};
   t["Sign"] = {unary<sign>, 0, 9, kNumericTypes};

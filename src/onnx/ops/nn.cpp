@@ -153,6 +153,7 @@ void lower_conv_transpose(NodeContext& c) {
 }
 
 void lower_batch_norm(NodeContext& c) {
+  if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.unsupported("BatchNormalization spatial=0");
   if (c.attr_int("training_mode", 0) != 0 || c.wants(1) || c.wants(2))
     c.unsupported("BatchNormalization in training mode (inference uses the running statistics)");
   const double eps = c.attr_float("epsilon", 1e-5);
@@ -249,13 +250,13 @@ void lower_instance_norm(NodeContext& c) {
 }  // namespace
 
 void add_nn_ops(OpTable& t) {
-  t["MatMul"] = {lower_matmul, 0, 9, kFloatTypes};
-  t["Gemm"] = {lower_gemm, 0, 7, kFloatTypes};
+  t["MatMul"] = {lower_matmul, 0, 1, kFloatTypes};
+  t["Gemm"] = {lower_gemm, 0, 6, kFloatTypes};
   t["Conv"] = {lower_conv, 0, 1, kFloatTypes};
   t["ConvTranspose"] = {lower_conv_transpose, 0, 1, kFloatTypes};
-  t["BatchNormalization"] = {lower_batch_norm, 0, 7, kFloatTypes};
-  t["MaxPool"] = {lower_max_pool, 0, 8, kFloatTypes};
-  t["AveragePool"] = {lower_avg_pool, 0, 7, kFloatTypes};
+  t["BatchNormalization"] = {lower_batch_norm, 0, 6, kFloatTypes};
+  t["MaxPool"] = {lower_max_pool, 0, 1, kFloatTypes};
+  t["AveragePool"] = {lower_avg_pool, 0, 1, kFloatTypes};
   t["GlobalAveragePool"] = {lower_global_pool<false>, 0, 1, kFloatTypes};
   t["GlobalMaxPool"] = {lower_global_pool<true>, 0, 1, kFloatTypes};
   t["LayerNormalization"] = {lower_layer_norm, 0, 17, kFloatTypes};
