@@ -2,9 +2,11 @@
 // the kernels training uses, no second set.
 //
 //   #include "athanor/onnx/session.h"
-//   onnx::InferenceSession session("model.onnx", {.threads = 2});
-//   Tensor x = randn({1, 3, 224, 224});
-//   std::vector<Tensor> outs = session.run({{"input", x}});   // in the model's output order
+//   const std::string data = "/usr/share/libonnx-testdata/data/node/";  // libonnx-testdata
+//   onnx::InferenceSession session(data + "test_relu/model.onnx", {.threads = 2});
+//   Tensor x = randn({3, 4, 5});
+//   std::vector<Tensor> y = session.run({{"x", x}});   // outputs in the model's order
+//   assert(allclose(y[0], relu(x)));
 //
 // How it runs:
 // - Load (the constructor) parses the file, decodes the initializers (external data files are

@@ -2,8 +2,10 @@
 // written with SerializeToString) read into and written from athanor tensors.
 //
 //   #include "athanor/onnx/tensor_file.h"
-//   onnx::NamedTensor in = onnx::read_tensor_file("test_data_set_0/input_0.pb");
-//   onnx::write_tensor_file("out.pb", in.tensor, "y");
+//   const std::string set = "/usr/share/libonnx-testdata/data/node/test_relu/test_data_set_0/";
+//   onnx::NamedTensor in = onnx::read_tensor_file(set + "input_0.pb");
+//   onnx::write_tensor_file("x.pb", in.tensor, in.name);
+//   assert(equal(onnx::read_tensor_file("x.pb").tensor, in.tensor));
 #pragma once
 
 #include <string>
