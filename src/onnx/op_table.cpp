@@ -24,6 +24,8 @@ const OpTable& op_table() {
     add_loss_ops(t);
     add_resize_ops(t);
     add_rnn_ops(t);
+    add_signal_ops(t);
+    add_quantize_ops(t);
     return t;
   }();
   return table;

@@ -195,6 +195,32 @@ void lower_scatter_nd(NodeContext& c) {
   c.out(0, reshape(y, data.shape()));
 }
 
+void lower_compress(NodeContext& c) {
+  // The selected count depends on the condition's values: no replayable shape.
+  graph::Tracer::fail_active("Compress's output shape depends on its condition's values");
+  const Tensor& x = c.in(0);
+  Tensor idx = reshape(nonzero(c.in(1)), {-1});
+  if (!c.has_attr("axis")) {
+    c.out(0, index_select(reshape(x, {x.numel()}), 0, idx));
+    return;
+  }
+  c.out(0, index_select(x, c.axis(c.attr_int("axis", 0), x.dim()), idx));
+}
+
+// Reverses the first sequence_lens[b] steps of each batch entry b along the time axis.
+void lower_reverse_sequence(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t time = c.axis(c.attr_int("time_axis", 0), x.dim());
+  const int64_t batch = c.axis(c.attr_int("batch_axis", 1), x.dim());
+  Shape ts(static_cast<std::size_t>(x.dim()), 1), bs(static_cast<std::size_t>(x.dim()), 1);
+  ts[static_cast<std::size_t>(time)] = x.size(time);
+  bs[static_cast<std::size_t>(batch)] = x.size(batch);
+  Tensor t = reshape(arange(Scalar(x.size(time))), ts);
+  Tensor len = reshape(to_dtype(c.in(1), kInt64), bs);
+  Tensor src = where(lt(t, len), sub(sub(len, Scalar(1)), t), t);
+  c.out(0, gather(x, time, expand(src, x.shape())));
+}
+
 }  // namespace
 
 void add_indexing_ops(OpTable& t) {
@@ -204,6 +230,8 @@ void add_indexing_ops(OpTable& t) {
   t["Scatter"] = {lower_scatter_elements, 0, 9, kAllTypes};  // opsets 9-10; ScatterElements after
   t["GatherND"] = {lower_gather_nd, 0, 11, kAllTypes};
   t["ScatterND"] = {lower_scatter_nd, 0, 11, kAllTypes};
+  t["Compress"] = {lower_compress, 0, 9, kAllTypes};
+  t["ReverseSequence"] = {lower_reverse_sequence, 0, 10, kAllTypes};
   t["TopK"] = {lower_topk, 1u << 1, 1, kNumericTypes};
   t["ArgMax"] = {lower_arg<true>, 0, 1, kNumericTypes};
   t["ArgMin"] = {lower_arg<false>, 0, 1, kNumericTypes};

@@ -12,6 +12,7 @@
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
+#include "athanor/ops/shaping.h"
 #include "athanor/ops/views.h"
 
 namespace ath::onnx::detail {
@@ -152,7 +153,27 @@ void lower_conv_transpose(NodeContext& c) {
   c.out(0, from_2d(convolution(to_2d(x, g), to_2d(w, g), bias, a), g));
 }
 
+// Training mode (opset 14+): normalizes with the batch's statistics (population variance) and
+// returns the updated running statistics as outputs 1 and 2.
+void batch_norm_training(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
+  DimList dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Shape s(static_cast<std::size_t>(x.dim()), 1);
+  s[1] = x.size(1);
+  Tensor m = mean(x, dims), v = var(x, dims, 0);
+  Tensor y = div(sub(x, reshape(m, s)), sqrt(add(reshape(v, s), eps)));
+  c.out(0, add(mul(y, reshape(c.in(1), s)), reshape(c.in(2), s)));
+  if (c.wants(1)) c.out(1, add(mul(c.in(3), momentum), mul(m, 1 - momentum)));
+  if (c.wants(2)) c.out(2, add(mul(c.in(4), momentum), mul(v, 1 - momentum)));
+}
+
 void lower_batch_norm(NodeContext& c) {
+  if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) {
+    batch_norm_training(c);
+    return;
+  }
   if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.unsupported("BatchNormalization spatial=0");
   if (c.attr_int("training_mode", 0) != 0 || c.wants(1) || c.wants(2))
     c.unsupported("BatchNormalization in training mode (inference uses the running statistics)");
@@ -207,16 +228,49 @@ void lower_max_pool(NodeContext& c) {
 
 void lower_avg_pool(NodeContext& c) {
   const Tensor& x = c.in(0);
-  const Geometry g = read_geometry(c, x, {});
-  if (!pool_padding_fits(g)) c.unsupported("AveragePool with asymmetric or large pads");
+  Geometry g = read_geometry(c, x, {});
+  if (g.dilation != std::array<int64_t, 2>{1, 1}) c.unsupported("AveragePool with dilations");
+  const bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
+  Tensor x2 = to_2d(x, g);
+  Tensor mask;  // where the padded input holds data (count_include_pad=0 divides by its sum)
+  if (!pool_padding_fits(g)) {
+    // Explicit zero padding; the divisor is the window's count of real elements, pooled from a
+    // mask padded the same way (or the whole window with count_include_pad=1).
+    if (ceil_mode) c.unsupported("AveragePool with ceil_mode and asymmetric or large pads");
+    if (!include_pad) mask = ones_like(x2);
+    for (int i = 0; i < 2; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      x2 = pad_axis(x2, 2 + i, g.pad_l[k], g.pad_r[k], "constant", Scalar(0.0));
+      if (mask.defined())
+        mask = pad_axis(mask, 2 + i, g.pad_l[k], g.pad_r[k], "constant", Scalar(0.0));
+    }
+    g.pad_l = g.pad_r = {0, 0};
+  }
   AvgPool2dOptions o{.kernel = Int2(g.kernel[0], g.kernel[1]),
                      .stride = MaybeInt2(g.stride[0], g.stride[1]),
                      .padding = Int2(g.pad_l[0], g.pad_l[1]),
-                     .ceil_mode = c.attr_int("ceil_mode", 0) != 0,
-                     .count_include_pad = c.attr_int("count_include_pad", 0) != 0,
+                     .ceil_mode = ceil_mode,
+                     .count_include_pad = include_pad,
                      .divisor_override = std::nullopt};
-  if (g.dilation != std::array<int64_t, 2>{1, 1}) c.unsupported("AveragePool with dilations");
-  c.out(0, from_2d(avg_pool2d(to_2d(x, g), o), g));
+  Tensor y = avg_pool2d(x2, o);
+  if (mask.defined()) y = div(y, avg_pool2d(mask, o));
+  c.out(0, from_2d(y, g));
+}
+
+// y = x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta
+void lower_lrn(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t size = c.attr_int("size", 0);
+  ATH_CHECK(size >= 1 && size <= 1024, ValueError, "LRN size {}", size);
+  ATH_CHECK(x.dim() >= 3, ShapeError, "LRN needs [N, C, ...], got rank {}", x.dim());
+  const double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75);
+  const double bias = c.attr_float("bias", 1.0);
+  const int64_t ch = x.size(1);
+  Tensor sq = pad_axis(mul(x, x), 1, (size - 1) / 2, size / 2, "constant", Scalar(0.0));
+  Tensor sum = slice(sq, 1, 0, ch);
+  for (int64_t k = 1; k < size; ++k) sum = add(sum, slice(sq, 1, k, k + ch));
+  c.out(0, div(x, pow(add(mul(sum, alpha / static_cast<double>(size)), bias), beta)));
 }
 
 template <bool Max>
@@ -260,6 +314,7 @@ void add_nn_ops(OpTable& t) {
   t["GlobalAveragePool"] = {lower_global_pool<false>, 0, 1, kFloatTypes};
   t["GlobalMaxPool"] = {lower_global_pool<true>, 0, 1, kFloatTypes};
   t["LayerNormalization"] = {lower_layer_norm, 0, 17, kFloatTypes};
+  t["LRN"] = {lower_lrn, 0, 1, kFloatTypes};
   t["InstanceNormalization"] = {lower_instance_norm, 0, 6, kFloatTypes};
 }
 
