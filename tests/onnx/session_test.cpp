@@ -153,3 +153,62 @@ TEST(OnnxSession, ExternalDataIsReadFromTheModelsDirectory) {
 
 }  // namespace
 }  // namespace ath::onnx::testing
+
+namespace ath::onnx::testing {
+namespace {
+
+TEST(OnnxSession, ConvReluFusesIntoTheEpilogueAndMatchesRegistryOps) {
+  ModelBuilder m(13);
+  m.input("x", kF, {"N", 3, 8, 8});
+  const Tensor w = randn({4, 3, 3, 3}), b = randn({4});
+  m.initializer("w", w);
+  m.initializer("b", b);
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  ModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  ModelBuilder::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  m.node("Relu", {"c"}, {"r"});
+  m.node("GlobalAveragePool", {"r"}, {"y"});
+  m.output("y", kF);
+  InferenceSession s(m.save("conv_relu"));
+  const Tensor x = randn({2, 3, 8, 8});
+  const Tensor want = mean(relu(conv2d(x, w, b, {.stride = 2, .padding = 1})), {2, 3}, true);
+  EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+  EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+  ASSERT_NE(s.last_graph(), nullptr);
+  EXPECT_EQ(s.last_graph()->count("convolution_relu"), 1) << s.last_graph()->to_text();
+  EXPECT_EQ(s.last_graph()->count("relu"), 0) << s.last_graph()->to_text();
+}
+
+TEST(OnnxSession, GemmWithAlphaBetaAndTransposedA) {
+  ModelBuilder m(13);
+  m.input("a", kF, {4, 2});
+  const Tensor b = randn({4, 3}), c = randn({2, 3});
+  m.initializer("b", b);
+  m.initializer("c", c);
+  auto* gemm = m.node("Gemm", {"a", "b", "c"}, {"y"});
+  ModelBuilder::attr(gemm, "transA", int64_t{1});
+  auto* alpha = gemm->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(::onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.5F);
+  auto* beta = gemm->add_attribute();
+  beta->set_name("beta");
+  beta->set_type(::onnx::AttributeProto::FLOAT);
+  beta->set_f(2.0F);
+  m.output("y", kF);
+  InferenceSession s(m.save("gemm"));
+  const Tensor a = randn({4, 2});
+  const Tensor want = add(mul(matmul(transpose(a, 0, 1), b), 0.5), mul(c, 2.0));
+  for (int i = 0; i < 2; ++i)
+    EXPECT_TRUE(allclose(s.run({{"a", a}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+}
+
+TEST(OnnxSession, SupportedOpsAreListed) {
+  const std::vector<std::string> ops = supported_ops();
+  EXPECT_GE(ops.size(), 130u);
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  EXPECT_TRUE(std::binary_search(ops.begin(), ops.end(), "LSTM"));
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
