@@ -26,6 +26,7 @@ const OpTable& op_table() {
     add_rnn_ops(t);
     add_signal_ops(t);
     add_quantize_ops(t);
+    add_einsum_ops(t);
     return t;
   }();
   return table;

@@ -48,6 +48,7 @@ void add_resize_ops(OpTable& t);
 void add_rnn_ops(OpTable& t);
 void add_signal_ops(OpTable& t);
 void add_quantize_ops(OpTable& t);
+void add_einsum_ops(OpTable& t);
 
 // x padded along axis d: `before`/`after` elements (negative: cropped), mode "constant"
 // (with `value`), "edge" or "reflect".

@@ -203,6 +203,32 @@ TEST(OnnxSession, GemmWithAlphaBetaAndTransposedA) {
     EXPECT_TRUE(allclose(s.run({{"a", a}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
 }
 
+TEST(OnnxSession, EinsumAttentionScoresAndEllipsisBroadcast) {
+  ModelBuilder m(13);
+  m.input("q", kF, {2, 3, 5, 4});
+  m.input("k", kF, {2, 3, 6, 4});
+  m.input("w", kF, {1, 4});
+  auto* e1 = m.node("Einsum", {"q", "k"}, {"scores"});
+  auto* eq1 = e1->add_attribute();
+  eq1->set_name("equation");
+  eq1->set_type(::onnx::AttributeProto::STRING);
+  eq1->set_s("bhqd,bhkd->bhqk");
+  auto* e2 = m.node("Einsum", {"q", "w"}, {"proj"});
+  auto* eq2 = e2->add_attribute();
+  eq2->set_name("equation");
+  eq2->set_type(::onnx::AttributeProto::STRING);
+  eq2->set_s("...d,...d->...");  // broadcasts w's [1] batch over q's [2, 3, 5]
+  m.output("scores", kF);
+  m.output("proj", kF);
+  InferenceSession s(m.save("einsum"));
+  const Tensor q = randn({2, 3, 5, 4}), k = randn({2, 3, 6, 4}), w = randn({1, 4});
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<Tensor> y = s.run({{"q", q}, {"k", k}, {"w", w}});
+    EXPECT_TRUE(allclose(y[0], matmul(q, transpose(k, 2, 3)), {.rtol = 1e-5, .atol = 1e-5}));
+    EXPECT_TRUE(allclose(y[1], sum(mul(q, w), {-1}), {.rtol = 1e-5, .atol = 1e-5}));
+  }
+}
+
 TEST(OnnxSession, SupportedOpsAreListed) {
   const std::vector<std::string> ops = supported_ops();
   EXPECT_GE(ops.size(), 130u);
