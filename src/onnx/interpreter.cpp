@@ -81,7 +81,13 @@ std::vector<Tensor> run_nodes(const LoadedModel& model, std::span<const Tensor> 
     }
   }
   std::vector<Tensor> outs;
-  for (const auto& o : model.outputs) outs.push_back(env.at(o.name).tensor);
+  for (const auto& o : model.outputs) {
+    const Slot& s = env.at(o.name);
+    // A constant output (an initializer, a folded value) is the model's own tensor: the caller
+    // gets a copy it may write.
+    graph::Tracer::Pause pause;
+    outs.push_back(s.is_static ? clone(s.tensor) : s.tensor);
+  }
   return outs;
 }
 

@@ -28,6 +28,7 @@ struct InferenceSession::Compiled {
   graph::Graph graph;
   graph::MemoryPlan plan;
   std::unique_ptr<graph::Executor> executor;
+  std::vector<bool> constant_output;  // the graph's own tensor: copied before it is returned
   bool eager = false;
 };
 
@@ -120,7 +121,11 @@ std::vector<Tensor> InferenceSession::run(
   if (entry != nullptr && !entry->eager) {
     ++stats_.replays;
     last_graph_ = &entry->graph;
-    return entry->executor->run(args);
+    std::vector<Tensor> outs = entry->executor->run(args);
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (entry->constant_output[i]) outs[i] = outs[i].clone();
+    }
+    return outs;
   }
   if (entry != nullptr) {
     ++stats_.eager_runs;
@@ -148,6 +153,16 @@ std::vector<Tensor> InferenceSession::run(
       compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan);
     } else {
       compiled->executor = std::make_unique<graph::Executor>(g);
+    }
+    for (graph::ValueId v : g.outputs) {
+      const graph::ValueId storage = g.storage_of(v);
+      compiled->constant_output.push_back(
+          g.value(v).origin == graph::ValueOrigin::Constant ||
+          (storage != graph::kNoValue && g.value(storage).origin == graph::ValueOrigin::Constant));
+    }
+    // The tensors the tracer bound are the graph's constants now: the caller gets copies.
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (compiled->constant_output[i]) outputs[i] = outputs[i].clone();
     }
     last_graph_ = &g;
   } else {

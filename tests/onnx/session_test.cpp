@@ -238,3 +238,26 @@ TEST(OnnxSession, SupportedOpsAreListed) {
 
 }  // namespace
 }  // namespace ath::onnx::testing
+
+namespace ath::onnx::testing {
+namespace {
+
+TEST(OnnxSession, ConstantOutputsAreCopies) {
+  // An output that is an initializer: writing the returned tensor must not change the model.
+  ModelBuilder m(13);
+  m.input("x", kF, {2});
+  m.initializer("w", from_vector<float>({1, 2}));
+  m.node("Identity", {"w"}, {"y"});
+  m.node("Relu", {"x"}, {"z"});
+  m.output("y", kF);
+  m.output("z", kF);
+  InferenceSession s(m.save("constant_output"));
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> out = s.run({{"x", zeros({2})}});
+    EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2}));
+    out[0].fill_(7.0);
+  }
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
