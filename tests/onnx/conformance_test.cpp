@@ -57,7 +57,8 @@ void check_suites(const std::vector<std::string>& suites, const fs::path& expect
       mismatches.push_back(
           fmt::format("{}: expected {}, got {} {}", r.name, want, r.status, r.reason));
   }
-  for (const auto& [name, e] : expected) {
+  for (const auto& entry : expected) {
+    const std::string& name = entry.first;
     if (!std::any_of(results.begin(), results.end(), [&](const auto& r) { return r.name == name; }))
       mismatches.push_back(
           fmt::format("{}: listed in the expectations but not in the suite", name));

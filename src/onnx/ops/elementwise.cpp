@@ -170,6 +170,9 @@ void add_elementwise_ops(OpTable& t) {
   t["Cos"] = {unary<cos>, 0, 7, kFloatTypes};
   t["Tan"] = {unary<tan>, 0, 7, kFloatTypes};
   t["Tanh"] = {unary<tanh>, 0, 6, kFloatTypes};
+  t["Asin"] = {unary<asin>, 0, 7, kFloatTypes};
+  t["Acos"] = {unary<acos>, 0, 7, kFloatTypes};
+  t["Atan"] = {unary<atan>, 0, 7, kFloatTypes};
   t["Sinh"] = {unary<sinh_>, 0, 9, kFloatTypes};
   t["Cosh"] = {unary<cosh_>, 0, 9, kFloatTypes};
   t["Asinh"] = {unary<asinh_>, 0, 9, kFloatTypes};
