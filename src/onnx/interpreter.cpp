@@ -1,5 +1,6 @@
 #include "interpreter.h"
 
+#include <stdexcept>
 #include <unordered_map>
 
 #include "athanor/graph/tracer.h"
@@ -68,6 +69,11 @@ std::vector<Tensor> run_nodes(const LoadedModel& model, std::span<const Tensor> 
       e.prepend(fmt::format("{}: {}(opset {}) node '{}': ", model.path.string(), n->op_type(),
                             model.opset, n->name()));
       throw;
+    } catch (const std::logic_error& e) {
+      // A lowering's own range check (a missing value read with at(), a list shorter than
+      // expected): the model's fault, reported like the others.
+      ATH_THROW(ValueError, "{}: {}(opset {}) node '{}': malformed node ({})", model.path.string(),
+                n->op_type(), model.opset, n->name(), e.what());
     }
     for (int i = 0; i < n->output_size(); ++i) {
       if (n->output(i).empty()) continue;

@@ -101,9 +101,17 @@ Geometry read_geometry(NodeContext& c, const Tensor& x, std::vector<int64_t> ker
 Tensor to_2d(const Tensor& x, const Geometry& g) { return g.spatial == 1 ? unsqueeze(x, 2) : x; }
 Tensor from_2d(const Tensor& y, const Geometry& g) { return g.spatial == 1 ? squeeze(y, 2) : y; }
 
+void check_weight_rank(const Tensor& x, const Tensor& w) {
+  ATH_CHECK(x.dim() >= 3 && w.dim() == x.dim(), ShapeError,
+            "input of rank {} and weight of rank {}: expected [N, C, spatial...] and a weight of "
+            "the same rank",
+            x.dim(), w.dim());
+}
+
 void lower_conv(NodeContext& c) {
   const Tensor& x = c.in(0);
   const Tensor& w = c.in(1);
+  check_weight_rank(x, w);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   const Geometry g = read_geometry(c, x, kernel);
   ConvAttrs a{.stride = g.stride,
@@ -120,6 +128,7 @@ void lower_conv(NodeContext& c) {
 void lower_conv_transpose(NodeContext& c) {
   const Tensor& x = c.in(0);
   const Tensor& w = c.in(1);
+  check_weight_rank(x, w);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   Geometry g = read_geometry(c, x, kernel, true);
   const auto n = static_cast<std::size_t>(g.spatial);
