@@ -27,6 +27,7 @@ const OpTable& op_table() {
     add_signal_ops(t);
     add_quantize_ops(t);
     add_einsum_ops(t);
+    add_integer_ops(t);
     return t;
   }();
   return table;

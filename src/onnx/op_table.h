@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "node_context.h"
@@ -49,11 +50,16 @@ void add_rnn_ops(OpTable& t);
 void add_signal_ops(OpTable& t);
 void add_quantize_ops(OpTable& t);
 void add_einsum_ops(OpTable& t);
+void add_integer_ops(OpTable& t);
 
 // x padded along axis d: `before`/`after` elements (negative: cropped), mode "constant"
 // (with `value`), "edge" or "reflect".
 Tensor pad_axis(const Tensor& x, int64_t d, int64_t before, int64_t after, const std::string& mode,
                 const Scalar& value);
+
+// Conv's computation with the node's geometry attributes (auto_pad, pads, strides, dilations,
+// group), for Conv and the integer convolutions.
+Tensor conv_node(NodeContext& c, const Tensor& x, const Tensor& w, std::optional<Tensor> bias);
 
 // Checks a shape computed from a model's data (ConstantOfShape, Expand, Tile, Resize, Range...)
 // before anything is allocated: non-negative dims, at most 2^31 elements (ValueError).

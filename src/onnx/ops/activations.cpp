@@ -122,7 +122,10 @@ void lower_hardmax(NodeContext& c) {
 
 void lower_dropout(NodeContext& c) {
   // Inference: the identity (training_mode, opset 12's third input, must be false).
-  if (c.opset() >= 12 && c.has(2) && c.ints(2).at(0) != 0)
+  // Training mode drops at random, which a replay could not reproduce; with ratio 0 it keeps
+  // everything, as inference does.
+  if (c.opset() >= 12 && c.has(2) && c.ints(2).at(0) != 0 &&
+      !(c.has(1) && c.doubles(1).at(0) == 0.0))
     c.unsupported("Dropout with training_mode=true (inference runs no dropout)");
   const Tensor& x = c.in(0);
   c.out(0, x);
@@ -148,7 +151,7 @@ void add_activation_ops(OpTable& t) {
   t["LogSoftmax"] = {lower_softmax<true>, 0, 1, kFloatTypes};
   t["Hardmax"] = {lower_hardmax, 0, 1, kFloatTypes};
   // training_mode (input 2) is read on the host.
-  t["Dropout"] = {lower_dropout, 1u << 2, 7, kFloatTypes};
+  t["Dropout"] = {lower_dropout, 0b110, 7, kFloatTypes};
 }
 
 }  // namespace ath::onnx::detail

@@ -8,6 +8,7 @@
 #include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
+#include "athanor/ops/indexing.h"
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
@@ -108,9 +109,9 @@ void check_weight_rank(const Tensor& x, const Tensor& w) {
             x.dim(), w.dim());
 }
 
-void lower_conv(NodeContext& c) {
-  const Tensor& x = c.in(0);
-  const Tensor& w = c.in(1);
+}  // namespace
+
+Tensor conv_node(NodeContext& c, const Tensor& x, const Tensor& w, std::optional<Tensor> bias) {
   check_weight_rank(x, w);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   const Geometry g = read_geometry(c, x, kernel);
@@ -120,9 +121,15 @@ void lower_conv(NodeContext& c) {
               .dilation = g.dilation,
               .groups = c.attr_int("group", 1),
               .transposed = false};
+  return from_2d(convolution(to_2d(x, g), to_2d(w, g), bias, a), g);
+}
+
+namespace {
+
+void lower_conv(NodeContext& c) {
   std::optional<Tensor> bias;
   if (c.has(2)) bias = c.in(2);
-  c.out(0, from_2d(convolution(to_2d(x, g), to_2d(w, g), bias, a), g));
+  c.out(0, conv_node(c, c.in(0), c.in(1), bias));
 }
 
 void lower_conv_transpose(NodeContext& c) {
@@ -267,6 +274,37 @@ void lower_avg_pool(NodeContext& c) {
   c.out(0, from_2d(y, g));
 }
 
+// MaxPool's inverse: zeros, with x's values at the (whole-tensor) indices MaxPool returned. The
+// indices count in the default output shape; a larger output_shape pads at the end, as ONNX's
+// reference does.
+void lower_max_unpool(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const Geometry g = read_geometry(c, x, {});
+  Shape out = {x.size(0), x.size(1)};
+  const std::size_t off = g.spatial == 1 ? 1 : 0;
+  for (int64_t i = 0; i < g.spatial; ++i) {
+    const std::size_t k = off + static_cast<std::size_t>(i);
+    out.push_back((x.size(2 + i) - 1) * g.stride[k] + g.kernel[k] - g.pad_l[k] - g.pad_r[k]);
+  }
+  check_output_size(out);
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  Tensor y = reshape(
+      scatter(zeros({n}, x.dtype()), 0, reshape(to_dtype(c.in(1), kInt64), {-1}), reshape(x, {-1})),
+      out);
+  if (c.has(2)) {
+    const std::vector<int64_t> want = c.ints(2);
+    ATH_CHECK(want.size() == out.size(), ValueError, "output_shape has {} dims, expected {}",
+              want.size(), out.size());
+    for (std::size_t d = 0; d < out.size(); ++d) {
+      ATH_CHECK(want[d] >= out[d], ShapeError, "output_shape {} is smaller than {} in dim {}",
+                want[d], out[d], d);
+      y = pad_axis(y, static_cast<int64_t>(d), 0, want[d] - out[d], "constant", Scalar(0.0));
+    }
+  }
+  c.out(0, y);
+}
+
 // y = x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta
 void lower_lrn(NodeContext& c) {
   const Tensor& x = c.in(0);
@@ -323,6 +361,7 @@ void add_nn_ops(OpTable& t) {
   t["GlobalAveragePool"] = {lower_global_pool<false>, 0, 1, kFloatTypes};
   t["GlobalMaxPool"] = {lower_global_pool<true>, 0, 1, kFloatTypes};
   t["LayerNormalization"] = {lower_layer_norm, 0, 17, kFloatTypes};
+  t["MaxUnpool"] = {lower_max_unpool, 1u << 2, 9, kFloatTypes};
   t["LRN"] = {lower_lrn, 0, 1, kFloatTypes};
   t["InstanceNormalization"] = {lower_instance_norm, 0, 6, kFloatTypes};
 }
