@@ -28,6 +28,7 @@ const OpTable& op_table() {
     add_quantize_ops(t);
     add_einsum_ops(t);
     add_integer_ops(t);
+    add_grid_sample_ops(t);
     return t;
   }();
   return table;

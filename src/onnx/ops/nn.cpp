@@ -343,6 +343,18 @@ void lower_layer_norm(NodeContext& c) {
   }
 }
 
+// ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default N, H, W).
+void lower_mvn(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (axes.empty()) axes = {0, 2, 3};
+  DimList dims;
+  for (int64_t a : axes) dims.push_back(c.axis(a, x.dim()));
+  Tensor m = mean(x, dims, true);
+  Tensor var = sub(mean(mul(x, x), dims, true), mul(m, m));
+  c.out(0, div(sub(x, m), add(sqrt(var), 1e-9)));
+}
+
 void lower_instance_norm(NodeContext& c) {
   const Tensor& x = c.in(0);
   c.out(0, group_norm(x, x.size(1), c.in(1), c.in(2), c.attr_float("epsilon", 1e-5)));
@@ -362,6 +374,7 @@ void add_nn_ops(OpTable& t) {
   t["GlobalMaxPool"] = {lower_global_pool<true>, 0, 1, kFloatTypes};
   t["LayerNormalization"] = {lower_layer_norm, 0, 17, kFloatTypes};
   t["MaxUnpool"] = {lower_max_unpool, 1u << 2, 9, kFloatTypes};
+  t["MeanVarianceNormalization"] = {lower_mvn, 0, 9, kFloatTypes};
   t["LRN"] = {lower_lrn, 0, 1, kFloatTypes};
   t["InstanceNormalization"] = {lower_instance_norm, 0, 6, kFloatTypes};
 }
