@@ -29,6 +29,7 @@ const OpTable& op_table() {
     add_einsum_ops(t);
     add_integer_ops(t);
     add_grid_sample_ops(t);
+    add_det_ops(t);
     return t;
   }();
   return table;

@@ -261,3 +261,31 @@ TEST(OnnxSession, ConstantOutputsAreCopies) {
 
 }  // namespace
 }  // namespace ath::onnx::testing
+
+namespace ath::onnx::testing {
+namespace {
+
+TEST(OnnxSession, DetPivotsAndReplays) {
+  ModelBuilder m(13);
+  m.input("x", kF, {"B", 3, 3});
+  m.node("Det", {"x"}, {"d"});
+  m.output("d", kF);
+  InferenceSession s(m.save("det"));
+  // A zero first pivot needs a row swap; the second matrix is singular (rows 1 and 2 are
+  // proportional); the third is det([[2,0,1],[1,3,2],[1,1,2]]) = 2*(6-2) - 0 + 1*(1-3) = 6.
+  const Tensor x = from_vector<float>({0, 1, 0, 1, 0, 0, 0, 0, 1,  //
+                                       1, 2, 3, 2, 4, 6, 1, 1, 1,  //
+                                       2, 0, 1, 1, 3, 2, 1, 1, 2},
+                                      {3, 3, 3});
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<float> d = s.run({{"x", x}})[0].to_vector<float>();
+    ASSERT_EQ(d.size(), 3u);
+    EXPECT_NEAR(d[0], -1.0, 1e-6);
+    EXPECT_NEAR(d[1], 0.0, 1e-6);
+    EXPECT_NEAR(d[2], 2 * (6 - 2) - 0 + 1 * (1 - 3), 1e-5);
+  }
+  EXPECT_EQ(s.stats().replays, 1);
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
