@@ -30,6 +30,7 @@ const OpTable& op_table() {
     add_integer_ops(t);
     add_grid_sample_ops(t);
     add_det_ops(t);
+    add_unique_ops(t);
     return t;
   }();
   return table;

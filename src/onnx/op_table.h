@@ -53,6 +53,7 @@ void add_einsum_ops(OpTable& t);
 void add_integer_ops(OpTable& t);
 void add_grid_sample_ops(OpTable& t);
 void add_det_ops(OpTable& t);
+void add_unique_ops(OpTable& t);
 
 // x padded along axis d: `before`/`after` elements (negative: cropped), mode "constant"
 // (with `value`), "edge" or "reflect".

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "athanor/graph/graph.h"
 #include "athanor/ops/ops.h"
 #include "onnx/model_builder.h"
@@ -285,6 +287,40 @@ TEST(OnnxSession, DetPivotsAndReplays) {
     EXPECT_NEAR(d[2], 2 * (6 - 2) - 0 + 1 * (1 - 3), 1e-5);
   }
   EXPECT_EQ(s.stats().replays, 1);
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
+
+namespace ath::onnx::testing {
+namespace {
+
+std::vector<float> run_one(const std::string& name, const std::string& op, const Tensor& x,
+                           const std::function<void(::onnx::NodeProto*)>& attrs) {
+  ModelBuilder m(13);
+  std::vector<Dim> dims(x.shape().begin(), x.shape().end());
+  m.input("x", kF, dims);
+  attrs(m.node(op, {"x"}, {"y"}));
+  m.output("y", kF);
+  InferenceSession s(m.save(name));
+  s.run({{"x", x}});
+  return s.run({{"x", x}})[0].to_vector<float>();
+}
+
+// Lp ops have no node test in ONNX 1.12's data: small cases computed by hand.
+TEST(OnnxSession, LpNormalizationAndLpPools) {
+  EXPECT_EQ(run_one("lpnorm", "LpNormalization", from_vector<float>({3, 4, 6, 8}, {2, 2}),
+                    [](auto* n) { ModelBuilder::attr(n, "axis", int64_t{1}); }),
+            (std::vector<float>{0.6F, 0.8F, 0.6F, 0.8F}));
+  EXPECT_EQ(run_one("globallp", "GlobalLpPool", from_vector<float>({3, 0, 0, 4}, {1, 1, 2, 2}),
+                    [](auto*) {}),
+            (std::vector<float>{5}));
+  EXPECT_EQ(run_one("lppool", "LpPool", from_vector<float>({1, -2, 3, 4, 5, -6}, {1, 1, 2, 3}),
+                    [](auto* n) {
+                      ModelBuilder::attr(n, "p", int64_t{1});
+                      ModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
+                    }),
+            (std::vector<float>{12, 16}));
 }
 
 }  // namespace

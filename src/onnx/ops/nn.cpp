@@ -355,6 +355,39 @@ void lower_mvn(NodeContext& c) {
   c.out(0, div(sub(x, m), add(sqrt(var), 1e-9)));
 }
 
+// x / ||x||_p along one axis (p = 1 or 2).
+void lower_lp_normalization(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const int64_t p = c.attr_int("p", 2);
+  if (p != 1 && p != 2) c.unsupported("LpNormalization p={}", p);
+  const int64_t axis = c.axis(c.attr_int("axis", -1), x.dim());
+  c.out(0, div(x, norm(x, static_cast<double>(p), {axis}, true)));
+}
+
+// (sum over the window of |x|^p)^(1/p): the average pool of |x|^p times the window size.
+void lower_lp_pool(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const auto p = static_cast<double>(c.attr_int("p", 2));
+  const Geometry g = read_geometry(c, x, {});
+  if (!pool_padding_fits(g) || g.dilation != std::array<int64_t, 2>{1, 1})
+    c.unsupported("LpPool with asymmetric or large pads, or dilations");
+  AvgPool2dOptions o{.kernel = Int2(g.kernel[0], g.kernel[1]),
+                     .stride = MaybeInt2(g.stride[0], g.stride[1]),
+                     .padding = Int2(g.pad_l[0], g.pad_l[1]),
+                     .ceil_mode = false,
+                     .count_include_pad = true,
+                     .divisor_override = 1};
+  c.out(0, from_2d(pow(avg_pool2d(pow(abs(to_2d(x, g)), p), o), 1.0 / p), g));
+}
+
+void lower_global_lp_pool(NodeContext& c) {
+  const Tensor& x = c.in(0);
+  const auto p = static_cast<double>(c.attr_int("p", 2));
+  DimList dims;
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  c.out(0, pow(sum(pow(abs(x), p), dims, true), 1.0 / p));
+}
+
 void lower_instance_norm(NodeContext& c) {
   const Tensor& x = c.in(0);
   c.out(0, group_norm(x, x.size(1), c.in(1), c.in(2), c.attr_float("epsilon", 1e-5)));
@@ -375,6 +408,9 @@ void add_nn_ops(OpTable& t) {
   t["LayerNormalization"] = {lower_layer_norm, 0, 17, kFloatTypes};
   t["MaxUnpool"] = {lower_max_unpool, 1u << 2, 9, kFloatTypes};
   t["MeanVarianceNormalization"] = {lower_mvn, 0, 9, kFloatTypes};
+  t["LpNormalization"] = {lower_lp_normalization, 0, 1, kFloatTypes};
+  t["LpPool"] = {lower_lp_pool, 0, 11, kFloatTypes};
+  t["GlobalLpPool"] = {lower_global_lp_pool, 0, 2, kFloatTypes};
   t["LRN"] = {lower_lrn, 0, 1, kFloatTypes};
   t["InstanceNormalization"] = {lower_instance_norm, 0, 6, kFloatTypes};
 }
