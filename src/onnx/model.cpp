@@ -294,7 +294,18 @@ std::unique_ptr<LoadedModel> check_and_index(std::unique_ptr<LoadedModel> m) {
               v.name(), onnx_type_name(v.type().tensor_type().elem_type()));
     available.insert(v.name());
   }
-  for (const auto& v : g.output()) m->outputs.push_back(info_from_value(v, file));
+  for (const auto& v : g.output()) {
+    if (!v.has_type()) {  // an output without a declared type: known after the first run
+      m->outputs.push_back({.name = v.name(),
+                            .dtype = kFloat32,
+                            .dtype_known = false,
+                            .dims = {},
+                            .dim_names = {},
+                            .rank_known = false});
+      continue;
+    }
+    m->outputs.push_back(info_from_value(v, file));
+  }
   order_nodes(*m, available);
   TypeMap types = declared_types(g);
   infer_types(*m, types);

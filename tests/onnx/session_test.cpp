@@ -325,3 +325,20 @@ TEST(OnnxSession, LpNormalizationAndLpPools) {
 
 }  // namespace
 }  // namespace ath::onnx::testing
+
+namespace ath::onnx::testing {
+namespace {
+
+TEST(OnnxSession, OutputsWithoutADeclaredTypeAreAccepted) {
+  ModelBuilder m(13);
+  m.input("x", kF, {2});
+  m.node("Neg", {"x"}, {"y"});
+  m.graph().add_output()->set_name("y");  // no type, as some exporters write it
+  InferenceSession s(m.save("untyped_output"));
+  EXPECT_FALSE(s.outputs()[0].dtype_known);
+  EXPECT_EQ(s.run({{"x", from_vector<float>({1, -2})}})[0].to_vector<float>(),
+            (std::vector<float>{-1, 2}));
+}
+
+}  // namespace
+}  // namespace ath::onnx::testing
