@@ -6,6 +6,10 @@ find_package(ZLIB REQUIRED)  # gzip-compressed IDX files (MNIST)
 find_package(simdjson REQUIRED)  # safetensors headers, validated in one linear pass
 find_package(yaml-cpp REQUIRED)  # run configs and hparams.yaml
 find_package(CLI11 REQUIRED)  # the athanor command line
+# The onnx layer: Debian's libonnx-dev ships a CMake package (targets onnx, onnx_proto) whose
+# onnx_proto links protobuf::libprotobuf without finding it, so Protobuf comes first.
+find_package(Protobuf REQUIRED)
+find_package(ONNX CONFIG REQUIRED)
 # The dist layer's collectives: MPI's C API (MPI::MPI_C). FindMPI checks the C component with
 # a C compiler; the CXX component would also link the deprecated MPI-2 C++ bindings.
 enable_language(C)

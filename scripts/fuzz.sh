@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the sanitizer preset: clang-14, coverage + AddressSanitizer +
 # UBSan, build-asan/) and runs each over its committed seed corpus plus a bounded number of
-# generated inputs: safetensors, checkpoint, config (YAML + overrides), idx, csv.
+# generated inputs: safetensors, checkpoint, config (YAML + overrides), idx, csv, onnx (model
+# files: the loader and InferenceSession).
 # New corpus entries go to a scratch copy, never into the repository; a finding (crash, sanitizer
 # report, a broken property, an exception the reader must not throw) is saved under build-asan/
 # and fails the run.
@@ -14,7 +15,7 @@ runs=${1:-200000}
 max_time=${2:-30}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors checkpoint config idx csv)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors checkpoint config idx csv onnx)
 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target fuzz_targets -j"$(nproc)"
@@ -23,7 +24,18 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for target in "${targets[@]}"; do
   work=$(mktemp -d)
-  cp fuzz/corpus/"$target"/* "$work/"
+  if [ "$target" = onnx ]; then
+    # Seeds: small node-test models from Debian's libonnx-testdata (installed by
+    # install-deps.sh; read from the package, not copied into the repository).
+    testdata=/usr/share/libonnx-testdata/data/node
+    for t in concat_3d_axis_0 conv_with_strides_padding gather_0 gemm_default_single_elem_vector_bias \
+      lstm_defaults maxpool_2d_pads relu reshape_extended_dims resize_upsample_scales_linear slice \
+      softmax_axis_1; do
+      cp "$testdata/test_$t/model.onnx" "$work/test_$t.onnx"
+    done
+  else
+    cp fuzz/corpus/"$target"/* "$work/"
+  fi
   max_len=4096
   [ "$target" = checkpoint ] && max_len=16384  # a real checkpoint of the small module is ~3 KB
   dict=()

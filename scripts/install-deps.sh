@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   dataset-fashion-mnist  # the main job's data
+  libonnx-dev libprotobuf-dev protobuf-compiler  # the onnx layer: ModelProto via protobuf
+  libonnx-testdata       # ONNX's backend node tests (tests/onnx conformance runner)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3 python3-torch python3-numpy libopenblas0-pthread linux-perf)

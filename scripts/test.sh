@@ -5,7 +5,7 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (clang-14, -O1, with libFuzzer's
 #      coverage) of the library, the test binary and the fuzz targets, running every test (the op
 #      table test included), the gtest cases in 8 shards;
-#   3. the five fuzz targets (safetensors, checkpoint, config, IDX, CSV), 30 s each at most
+#   3. the six fuzz targets (safetensors, checkpoint, config, IDX, CSV, ONNX), 30 s each at most
 #      (scripts/fuzz.sh).
 # Usage: scripts/test.sh            (from anywhere; about the time README states)
 set -euo pipefail

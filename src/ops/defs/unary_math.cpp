@@ -156,6 +156,42 @@ const Op<NoAttrs>& op_tan() {  // 1 + tan^2
   return op;
 }
 
+const Op<NoAttrs>& op_asin() {  // 1 / sqrt(1 - x^2)
+  static const auto& op =
+      define_unary({.name = "asin",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& x = c.input(0);
+                      c.set_grad_input(0, mul(c.grad_output(0), rsqrt(1 - mul(x, x))));
+                    }});
+  return op;
+}
+
+const Op<NoAttrs>& op_acos() {  // -1 / sqrt(1 - x^2)
+  static const auto& op =
+      define_unary({.name = "acos",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& x = c.input(0);
+                      c.set_grad_input(0, neg(mul(c.grad_output(0), rsqrt(1 - mul(x, x)))));
+                    }});
+  return op;
+}
+
+const Op<NoAttrs>& op_atan() {  // 1 / (1 + x^2)
+  static const auto& op =
+      define_unary({.name = "atan",
+                    .rule = UnaryRule::FloatResult,
+                    .save_inputs = kSaveX,
+                    .backward = [](BackwardContext& c, const NoAttrs&) {
+                      const Tensor& x = c.input(0);
+                      c.set_grad_input(0, div(c.grad_output(0), add(mul(x, x), 1)));
+                    }});
+  return op;
+}
+
 const Op<NoAttrs>& op_tanh() {  // 1 - tanh^2
   static const auto& op = define_unary({.name = "tanh",
                                         .rule = UnaryRule::FloatResult,
@@ -203,6 +239,9 @@ Tensor reciprocal(const Tensor& x) { return call1(op_reciprocal(), {x}); }
 Tensor sin(const Tensor& x) { return call1(op_sin(), {x}); }
 Tensor cos(const Tensor& x) { return call1(op_cos(), {x}); }
 Tensor tan(const Tensor& x) { return call1(op_tan(), {x}); }
+Tensor asin(const Tensor& x) { return call1(op_asin(), {x}); }
+Tensor acos(const Tensor& x) { return call1(op_acos(), {x}); }
+Tensor atan(const Tensor& x) { return call1(op_atan(), {x}); }
 Tensor tanh(const Tensor& x) { return call1(op_tanh(), {x}); }
 Tensor sigmoid(const Tensor& x) { return call1(op_sigmoid(), {x}); }
 Tensor erf(const Tensor& x) { return call1(op_erf(), {x}); }

@@ -92,6 +92,9 @@ const bool registered = [] {
   register_unary_floating(op_sin(), [](auto x) { return std::sin(x); });
   register_unary_floating(op_cos(), [](auto x) { return std::cos(x); });
   register_unary_floating(op_tan(), [](auto x) { return std::tan(x); });
+  register_unary_floating(op_asin(), [](auto x) { return std::asin(x); });
+  register_unary_floating(op_acos(), [](auto x) { return std::acos(x); });
+  register_unary_floating(op_atan(), [](auto x) { return std::atan(x); });
   register_unary_floating(op_tanh(), [](auto x) { return std::tanh(x); });
   register_unary_floating(op_sigmoid(), [](auto x) {
     using C = decltype(x);

@@ -1,0 +1,103 @@
+// InferenceSession: loads an ONNX model and runs it on athanor's graph IR, passes and executor —
+// the kernels training uses, no second set.
+//
+//   #include "athanor/onnx/session.h"
+//   const std::string data = "/usr/share/libonnx-testdata/data/node/";  // libonnx-testdata
+//   onnx::InferenceSession session(data + "test_relu/model.onnx", {.threads = 2});
+//   Tensor x = randn({3, 4, 5});
+//   std::vector<Tensor> y = session.run({{"x", x}});   // outputs in the model's order
+//   assert(allclose(y[0], relu(x)));
+//
+// How it runs:
+// - Load (the constructor) parses the file, decodes the initializers (external data files are
+//   resolved relative to the model's directory), checks the graph and fails with a FormatError
+//   naming the file and node for a malformed one (a value read but never defined, a cycle, a
+//   bad initializer), or a NotImplementedError listing every node whose op, opset or element
+//   type is not supported, as `OpType(opset N) dtype node 'name'`.
+// - The first run for a new key — the inputs' shapes and dtypes, plus the values of inputs that
+//   steer shapes (an input read as Reshape's shape, say) — runs the model eagerly under the
+//   graph tracer: computations on constants and shapes (Shape -> Gather -> Concat -> Reshape)
+//   are evaluated then and become constants, the rest is recorded as registry ops. The graph
+//   then goes through the compiler's passes (fold, simplify, cse, epilogue, fuse, dce), a memory
+//   plan and an executor; later runs with that key replay it. A model whose run needs a value
+//   on the host mid-way (data-dependent shapes) runs eagerly for that key, with a diagnostic.
+// - run() checks every input against the model's declaration: an unknown or missing name, a
+//   wrong dtype, rank or fixed dimension throws a ValueError naming the input and its expected
+//   type ("float32[N,3,224,224]", symbolic dimensions by name).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "athanor/tensor/tensor.h"
+
+namespace ath::graph {
+class Graph;
+}
+
+namespace ath::onnx {
+
+struct SessionOptions {
+  int threads = 0;                          // intra-op threads (set_num_threads); 0: leave as is
+  bool optimize = true;                     // false: record and replay without passes
+  std::vector<std::string> disable_passes;  // graph::pass_names() to skip
+  bool arena = true;                        // replays use one memory-plan arena per key
+};
+
+// A declared input or output: dims are -1 where symbolic or unknown (dim_names says which name).
+struct TensorInfo {
+  std::string name;
+  DType dtype = kFloat32;
+  bool dtype_known = true;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_names;
+  bool rank_known = true;
+  // "float32[N,3,224,224]"
+  std::string type_string() const;
+};
+
+struct SessionStats {
+  int64_t runs = 0;
+  int64_t traces = 0;      // runs that built a graph
+  int64_t replays = 0;     // runs that replayed one
+  int64_t eager_runs = 0;  // runs of keys that cannot be recorded
+  std::vector<std::string> diagnostics;
+};
+
+namespace detail {
+struct LoadedModel;
+}
+
+class InferenceSession {
+ public:
+  explicit InferenceSession(const std::string& path, SessionOptions options = {});
+  ~InferenceSession();
+  InferenceSession(const InferenceSession&) = delete;
+  InferenceSession& operator=(const InferenceSession&) = delete;
+
+  // Runs the model on named inputs; returns the outputs in the model's order.
+  std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& inputs);
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  int opset() const;
+  const SessionStats& stats() const { return stats_; }
+  // The optimized graph the last run replayed or built; null after an eager run or before any.
+  const graph::Graph* last_graph() const { return last_graph_; }
+
+ private:
+  struct Compiled;
+  std::unique_ptr<detail::LoadedModel> model_;
+  SessionOptions options_;
+  std::vector<std::pair<std::string, std::unique_ptr<Compiled>>> cache_;
+  SessionStats stats_;
+  const graph::Graph* last_graph_ = nullptr;
+};
+
+// The names of the ONNX ops the importer supports (default domain), sorted.
+std::vector<std::string> supported_ops();
+
+}  // namespace ath::onnx

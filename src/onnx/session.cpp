@@ -1,0 +1,179 @@
+#include "athanor/onnx/session.h"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+#include "athanor/core/parallel.h"
+#include "athanor/graph/executor.h"
+#include "athanor/graph/memory_plan.h"
+#include "athanor/graph/passes.h"
+#include "athanor/graph/tracer.h"
+#include "athanor/tensor/grad_mode.h"
+#include "interpreter.h"
+#include "model.h"
+
+namespace ath::onnx {
+
+std::string TensorInfo::type_string() const {
+  const std::string_view type = dtype_known ? dtype_name(dtype) : std::string_view("?");
+  if (!rank_known) return fmt::format("{}[...]", type);
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    parts.push_back(dims[i] >= 0 ? std::to_string(dims[i]) : dim_names[i]);
+  return fmt::format("{}[{}]", type, fmt::join(parts, ","));
+}
+
+struct InferenceSession::Compiled {
+  graph::Graph graph;
+  graph::MemoryPlan plan;
+  std::unique_ptr<graph::Executor> executor;
+  std::vector<bool> constant_output;  // the graph's own tensor: copied before it is returned
+  bool eager = false;
+};
+
+namespace {
+
+std::string shape_string(const Tensor& t) {
+  return fmt::format("{}[{}]", dtype_name(t.dtype()), fmt::join(t.shape(), ","));
+}
+
+// Inference binds no parameters: whatever the tracer kept as state (the initializers the model
+// holds) is a constant of the graph, so the fold pass can precompute on it.
+void state_to_constants(graph::Graph& g) {
+  for (std::size_t s = 0; s < g.state.size(); ++s) {
+    graph::Value& v = g.values[static_cast<std::size_t>(g.state[s])];
+    v.origin = graph::ValueOrigin::Constant;
+    v.index = static_cast<int32_t>(g.constants.size());
+    g.constants.push_back(g.state_tensors[s]);
+  }
+  g.state.clear();
+  g.state_tensors.clear();
+  g.state_grad_of.clear();
+  g.grads.clear();
+}
+
+}  // namespace
+
+InferenceSession::InferenceSession(const std::string& path, SessionOptions options)
+    : model_(detail::load_model(path)), options_(std::move(options)) {
+  if (options_.threads > 0) set_num_threads(options_.threads);
+}
+
+InferenceSession::~InferenceSession() = default;
+
+const std::vector<TensorInfo>& InferenceSession::inputs() const { return model_->inputs; }
+const std::vector<TensorInfo>& InferenceSession::outputs() const { return model_->outputs; }
+int InferenceSession::opset() const { return model_->opset; }
+
+std::vector<Tensor> InferenceSession::run(
+    const std::vector<std::pair<std::string, Tensor>>& named) {
+  const auto& declared = model_->inputs;
+  const std::string file = model_->path.string();
+  // 1. Bind by name and check against the declarations.
+  std::vector<Tensor> inputs(declared.size());
+  for (const auto& [name, t] : named) {
+    std::size_t i = 0;
+    while (i < declared.size() && declared[i].name != name) ++i;
+    if (i == declared.size()) {
+      std::string expected;
+      for (const auto& d : declared)
+        expected += fmt::format("{}{}", expected.empty() ? "" : ", ", d.name);
+      ATH_THROW(ValueError, "{}: the model has no input '{}' (its inputs: {})", file, name,
+                expected);
+    }
+    ATH_CHECK(!inputs[i].defined(), ValueError, "{}: input '{}' is given twice", file, name);
+    ATH_CHECK(t.defined(), ValueError, "{}: input '{}' is an undefined tensor", file, name);
+    const TensorInfo& d = declared[i];
+    bool ok = t.dtype() == d.dtype;
+    if (d.rank_known) {
+      ok = ok && t.dim() == static_cast<int64_t>(d.dims.size());
+      for (std::size_t k = 0; ok && k < d.dims.size(); ++k)
+        ok = d.dims[k] < 0 || d.dims[k] == t.size(static_cast<int64_t>(k));
+    }
+    ATH_CHECK(ok, ValueError, "{}: input '{}' expects {}, got {}", file, name, d.type_string(),
+              shape_string(t));
+    inputs[i] = t.contiguous();
+  }
+  for (std::size_t i = 0; i < declared.size(); ++i) {
+    ATH_CHECK(inputs[i].defined(), ValueError, "{}: input '{}' ({}) is missing", file,
+              declared[i].name, declared[i].type_string());
+  }
+  ++stats_.runs;
+  // 2. The cache key: every input's dtype and shape, and the values of value-keyed inputs.
+  std::string key;
+  std::vector<Tensor> args;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    key += shape_string(t);
+    if (model_->value_keyed[i]) {
+      key += "=";
+      key.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    } else {
+      args.push_back(t);
+    }
+    key += ";";
+  }
+  Compiled* entry = nullptr;
+  for (auto& [k, c] : cache_) {
+    if (k == key) entry = c.get();
+  }
+  if (entry != nullptr && !entry->eager) {
+    ++stats_.replays;
+    last_graph_ = &entry->graph;
+    std::vector<Tensor> outs = entry->executor->run(args);
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (entry->constant_output[i]) outs[i] = outs[i].clone();
+    }
+    return outs;
+  }
+  if (entry != nullptr) {
+    ++stats_.eager_runs;
+    last_graph_ = nullptr;
+    return detail::run_nodes(*model_, inputs);
+  }
+  // 3. A new key: run eagerly under the tracer, then optimize and plan what it recorded.
+  NoGradGuard no_grad;
+  auto compiled = std::make_unique<Compiled>();
+  std::vector<Tensor> outputs;
+  std::string failure;
+  {
+    graph::Tracer tracer(args);
+    outputs = detail::run_nodes(*model_, inputs);
+    compiled->graph = tracer.finish(outputs);
+    if (!tracer.ok()) failure = tracer.failure();
+  }
+  ++stats_.traces;
+  if (failure.empty()) {
+    graph::Graph& g = compiled->graph;
+    state_to_constants(g);
+    if (options_.optimize) run_passes(g, {.disabled = options_.disable_passes});
+    if (options_.arena) {
+      compiled->plan = graph::plan_memory(g);
+      compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan);
+    } else {
+      compiled->executor = std::make_unique<graph::Executor>(g);
+    }
+    for (graph::ValueId v : g.outputs) {
+      const graph::ValueId storage = g.storage_of(v);
+      compiled->constant_output.push_back(
+          g.value(v).origin == graph::ValueOrigin::Constant ||
+          (storage != graph::kNoValue && g.value(storage).origin == graph::ValueOrigin::Constant));
+    }
+    // The tensors the tracer bound are the graph's constants now: the caller gets copies.
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (compiled->constant_output[i]) outputs[i] = outputs[i].clone();
+    }
+    last_graph_ = &g;
+  } else {
+    compiled->eager = true;
+    compiled->graph = {};
+    last_graph_ = nullptr;
+    stats_.diagnostics.push_back(
+        fmt::format("{}: running eagerly for inputs {}: {}", file, "(this shape)", failure));
+  }
+  cache_.emplace_back(std::move(key), std::move(compiled));
+  return outputs;
+}
+
+}  // namespace ath::onnx
