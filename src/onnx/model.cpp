@@ -149,7 +149,15 @@ void check_supported(const LoadedModel& m, const TypeMap& types) {
       why = "element type";
     }
     if (!why.empty()) {
-      problems.push_back(fmt::format("{}(opset {}) {} node '{}' [{}]", n->op_type(), m.opset,
+      // The opset of the node's own domain (a training or ML op names its domain's version).
+      int64_t opset = m.opset;
+      if (!default_domain) {
+        opset = 0;
+        for (const auto& o : m.proto.opset_import()) {
+          if (o.domain() == n->domain()) opset = o.version();
+        }
+      }
+      problems.push_back(fmt::format("{}(opset {}) {} node '{}' [{}]", n->op_type(), opset,
                                      type_name, n->name(), why));
     }
   }
