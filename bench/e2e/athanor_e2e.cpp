@@ -3,7 +3,9 @@
 // bench/e2e/torch_ref.py.
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
-//               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]...
+//               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]... [--no-interop]
+//               [--interop-report] [--interop-margin X]
+//   athanor_e2e --calibrate-interop [--threads 2]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
@@ -15,6 +17,11 @@
 // --memory-budget-mb: the compiled step's arena may use M MB (CompileOptions::memory_budget):
 // cheap activations are recomputed in the backward instead of saved (the "remat" pass).
 // --disable-pass: skips a compiler pass (graph/passes.h), to measure what it is worth.
+// --no-interop: the same as --disable-pass interop: no independent nodes run at the same time
+// (graph/interop.h). --interop-report prints the pairs the schedule chose to stderr.
+// --interop-margin X: the cost model's margin (InteropCosts::margin); a large negative one
+// (-100) pairs every independent candidate, to measure what the model turns down.
+// --calibrate-interop: measures the rates of the inter-op cost model (InteropCosts) and exits.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -51,7 +58,9 @@ int usage(const char* why) {
                "athanor_e2e: %s\n"
                "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
                "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
-               "[--memory-budget-mb M] [--disable-pass NAME]\n",
+               "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] "
+               "[--interop-margin X]\n"
+               "       athanor_e2e --calibrate-interop [--threads N]\n",
                why);
   return 2;
 }
@@ -61,6 +70,15 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   if (argc < 2) return usage("no workload given");
   const std::string name = argv[1];
+  if (name == "--calibrate-interop") {
+    set_num_threads(argc > 3 && std::string(argv[2]) == "--threads" ? std::stoi(argv[3]) : 2);
+    const graph::InteropCosts c = graph::measure_interop_costs();
+    std::printf(
+        "{\"gemm_1_gflops\": %.1f, \"gemm_n_gflops\": %.1f, \"bw_1_gbs\": %.2f, "
+        "\"bw_n_gbs\": %.2f, \"region_us\": %.2f}\n",
+        c.gemm_1 / 1e9, c.gemm_n / 1e9, c.bw_1 / 1e9, c.bw_n / 1e9, c.region * 1e6);
+    return 0;
+  }
   // make_workload treats any other name as W4: a typo must not silently benchmark W4.
   if (name != "W1" && name != "W2" && name != "W3" && name != "W4")
     return usage(("unknown workload '" + name + "'").c_str());
@@ -72,10 +90,20 @@ int main(int argc, char** argv) {
   bool arena = true;
   double budget_mb = 0;
   std::vector<std::string> disabled_passes;
+  bool interop_report = false;
+  graph::InteropCosts interop_costs;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
       arena = false;
+      continue;
+    }
+    if (flag == "--no-interop") {
+      disabled_passes.emplace_back("interop");
+      continue;
+    }
+    if (flag == "--interop-report") {
+      interop_report = true;
       continue;
     }
     if (flag == "--compile") {
@@ -93,6 +121,8 @@ int main(int argc, char** argv) {
       precision_name = argv[i + 1];
     } else if (flag == "--memory-budget-mb") {
       budget_mb = std::stod(argv[i + 1]);
+    } else if (flag == "--interop-margin") {
+      interop_costs.margin = std::stod(argv[i + 1]);
     } else if (flag == "--disable-pass") {
       disabled_passes.emplace_back(argv[i + 1]);
     } else {
@@ -130,7 +160,8 @@ int main(int argc, char** argv) {
     compiled_step.emplace(eager_step,
                           CompileOptions{.disable_passes = disabled_passes,
                                          .arena = arena,
-                                         .memory_budget = static_cast<int64_t>(budget_mb * 1e6)});
+                                         .memory_budget = static_cast<int64_t>(budget_mb * 1e6),
+                                         .interop_costs = interop_costs});
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
@@ -208,7 +239,7 @@ int main(int argc, char** argv) {
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
       "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
       "\"planned_arena_mb\": %s, \"planned_total_mb\": %s, \"passes_s\": %.4f, "
-      "\"traces\": %lld, \"recomputed\": %zu}\n",
+      "\"traces\": %lld, \"recomputed\": %zu, \"interop_pairs\": %zu}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
@@ -219,7 +250,13 @@ int main(int argc, char** argv) {
       static_cast<long long>(compiled_step ? compiled_step->stats().traces : 0),
       compiled_step && compiled_step->memory_plan()
           ? compiled_step->memory_plan()->recomputed.size()
+          : std::size_t{0},
+      compiled_step && compiled_step->pass_report()
+          ? compiled_step->pass_report()->interop.pairs.size()
           : std::size_t{0});
+  if (compiled_step && interop_report && compiled_step->pass_report() != nullptr)
+    std::fprintf(stderr, "%s",
+                 compiled_step->pass_report()->interop.report(*compiled_step->graph()).c_str());
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());

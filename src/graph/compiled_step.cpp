@@ -130,13 +130,15 @@ struct CompiledStep::Impl {
     dump("0_traced", g);
     PassOptions pass_options{.disabled = options.disable_passes,
                              .verify = options.verify,
-                             .memory_budget = options.memory_budget};
+                             .memory_budget = options.memory_budget,
+                             .interop = {.costs = options.interop_costs}};
     int stage = 1;
     pass_options.after_each = [&](std::string_view pass, const Graph& after) {
       dump(fmt::format("{}_{}", stage++, pass), after);
     };
     p->report = run_passes(g, pass_options);
-    p->memory = plan_memory(g);
+    const std::vector<int32_t> pairs = p->report.interop.paired_first();
+    p->memory = plan_memory(g, pairs);
     p->memory.recomputed = p->report.remat.recomputed;
     if (options.memory_budget > 0 && p->memory.arena_bytes > options.memory_budget) {
       diagnose(
@@ -150,13 +152,14 @@ struct CompiledStep::Impl {
     if (!options.debug_dir.empty()) {
       const auto dir = std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps);
       std::ofstream(dir / "memory_plan.txt") << p->memory.report(&g);
+      std::ofstream(dir / "interop.txt") << p->report.interop.report(g);
       std::ofstream(dir / "index.html") << debug_page(g, p->report, p->memory, stages);
       stages.clear();
     }
     ++dumps;
     p->graph = std::move(g);
-    p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory)
-                                : std::make_unique<Executor>(p->graph);
+    p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory, pairs)
+                                : std::make_unique<Executor>(p->graph, pairs);
     ++stats.graphs;
     stats.pass_seconds += seconds_since(t0);
     return p;

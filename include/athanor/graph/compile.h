@@ -76,6 +76,9 @@ struct CompileOptions {
   // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget. A budget it
   // cannot reach trains anyway, with a diagnostic.
   int64_t memory_budget = 0;
+  // The inter-op schedule's cost model (graph/interop.h): which independent nodes run at the
+  // same time, one thread each. Switch the schedule off with disable_passes = {"interop"}.
+  graph::InteropCosts interop_costs;
   // Consecutive traces of one key that disagree before the key runs eagerly for good.
   int max_unstable_traces = 4;
   // Where to write each compiled graph (after tracing and after each pass, as text and
