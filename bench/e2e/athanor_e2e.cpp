@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   double budget_mb = 0;
   std::vector<std::string> disabled_passes;
   bool interop_report = false;
-  graph::InteropCosts interop_costs;
+  std::optional<double> interop_margin;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     } else if (flag == "--memory-budget-mb") {
       budget_mb = std::stod(argv[i + 1]);
     } else if (flag == "--interop-margin") {
-      interop_costs.margin = std::stod(argv[i + 1]);
+      interop_margin = std::stod(argv[i + 1]);
     } else if (flag == "--disable-pass") {
       disabled_passes.emplace_back(argv[i + 1]);
     } else {
@@ -156,6 +156,11 @@ int main(int argc, char** argv) {
     return train_step(*model, *opt, *precision, x, y);
   };
   std::optional<Compiled<decltype(eager_step)>> compiled_step;
+  std::optional<graph::InteropCosts> interop_costs;
+  if (compiled && interop_margin) {
+    interop_costs = graph::calibrated_interop_costs();
+    interop_costs->margin = *interop_margin;
+  }
   if (compiled)
     compiled_step.emplace(eager_step,
                           CompileOptions{.disable_passes = disabled_passes,

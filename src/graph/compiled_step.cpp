@@ -2,6 +2,7 @@
 // the protocol to users; this file implements it).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,8 +131,14 @@ struct CompiledStep::Impl {
     dump("0_traced", g);
     PassOptions pass_options{.disabled = options.disable_passes,
                              .verify = options.verify,
-                             .memory_budget = options.memory_budget,
-                             .interop = {.costs = options.interop_costs}};
+                             .memory_budget = options.memory_budget};
+    // The machine's rates are measured (once per process) only if the schedule will use them.
+    const auto& off = options.disable_passes;
+    if (options.interop_costs) {
+      pass_options.interop.costs = *options.interop_costs;
+    } else if (std::find(off.begin(), off.end(), "interop") == off.end()) {
+      pass_options.interop.costs = calibrated_interop_costs();
+    }
     int stage = 1;
     pass_options.after_each = [&](std::string_view pass, const Graph& after) {
       dump(fmt::format("{}_{}", stage++, pass), after);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <map>
+#include <mutex>
 
 #include "athanor/core/parallel.h"
 #include "athanor/graph/passes.h"
@@ -133,8 +135,11 @@ double InteropSchedule::predicted_gain_s() const {
 std::string InteropSchedule::report(const Graph& g) const {
   std::string s = fmt::format(
       "interop schedule ({} threads): {} pairs of {} independent candidates, {} nodes moved, "
-      "predicted gain {:.1f} us per step\n",
-      threads, pairs.size(), candidates, moved, predicted_gain_s() * 1e6);
+      "predicted gain {:.1f} us per step\n"
+      "  rates: GEMM {:.0f} / {:.0f} GFLOP/s, bandwidth {:.1f} / {:.1f} GB/s (one thread / all), "
+      "parallel region {:.1f} us, margin {:.2f}\n",
+      threads, pairs.size(), candidates, moved, predicted_gain_s() * 1e6, costs.gemm_1 / 1e9,
+      costs.gemm_n / 1e9, costs.bw_1 / 1e9, costs.bw_n / 1e9, costs.region * 1e6, costs.margin);
   for (const InteropPair& p : pairs) {
     auto name = [&](int32_t k) {
       const Node& n = g.nodes[static_cast<std::size_t>(k)];
@@ -152,6 +157,7 @@ InteropSchedule schedule_interop(Graph& g, const InteropOptions& options) {
   InteropSchedule schedule;
   const InteropCosts& c = options.costs;
   schedule.threads = c.threads > 0 ? c.threads : get_num_threads();
+  schedule.costs = c;
   if (schedule.threads < 2) return schedule;
   const auto n = static_cast<int32_t>(g.nodes.size());
   int32_t k = 0;
@@ -239,54 +245,64 @@ InteropCosts measure_interop_costs() {
   using Clock = std::chrono::steady_clock;
   InteropCosts c;
   NoGradGuard no_grad;
+  auto seconds = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
   auto median_of = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  // Seconds of fn on all threads, and on thread 0 of a two-thread region (as a pair runs it).
-  auto time = [&](const auto& fn, bool one_thread) {
-    std::vector<double> t;
-    for (int r = 0; r < 7; ++r) {
-      const auto t0 = Clock::now();
-      if (one_thread) {
-        run_concurrently(fn, [] {});
-      } else {
-        fn();
-      }
-      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return median_of(t);
-  };
-  const Tensor a = randn({384, 384}), b = randn({384, 384});
-  Tensor out = matmul(a, b);
-  const double flops = 2.0 * 384 * 384 * 384 * 4;
-  auto gemm = [&] {
-    for (int i = 0; i < 4; ++i) out = matmul(a, b);
-  };
-  const Tensor x = randn({1 << 21}), y = randn({1 << 21});
-  const double bytes = 3.0 * 4.0 * (1 << 21) * 4;
-  auto add4 = [&] {
-    for (int i = 0; i < 4; ++i) out = x + y;
-  };
-  gemm();
-  add4();
-  c.gemm_n = flops / time(gemm, false);
-  c.gemm_1 = flops / time(gemm, true);
-  c.bw_n = bytes / time(add4, false);
-  c.bw_1 = bytes / time(add4, true);
+  // An empty two-thread region: on a loaded machine, mostly the wait for the second thread.
   std::vector<double> regions;
-  for (int r = 0; r < 7; ++r) {
+  for (int r = 0; r < 5; ++r) {
     const auto t0 = Clock::now();
-    for (int i = 0; i < 200; ++i) {
-#pragma omp parallel num_threads(2)
-      {
-        if (omp_get_thread_num() < 0) std::abort();
-      }
-    }
-    regions.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 200);
+    for (int i = 0; i < 8; ++i) run_concurrently([] {}, [] {});
+    regions.push_back(seconds(t0) / 8);
   }
   c.region = median_of(regions);
+  // Each kernel on all threads, and on thread 0 of a two-thread region (as a pair runs it),
+  // alternating so both see the same load; the all-thread time less its `calls` regions.
+  constexpr int kCalls = 2;
+  auto rates = [&](const auto& fn, double work, double& all, double& one) {
+    std::vector<double> t_all, t_one;
+    fn();
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      fn();
+      t_all.push_back(seconds(t0));
+      t0 = Clock::now();
+      run_concurrently(fn, [] {});
+      t_one.push_back(seconds(t0));
+    }
+    const double ta = median_of(t_all);
+    all = work / std::max(ta - kCalls * c.region, 0.25 * ta);
+    one = work / std::max(median_of(t_one) - c.region, 1e-9);
+  };
+  const Tensor a = randn({256, 384}), b = randn({384, 384});
+  Tensor out;
+  rates(
+      [&] {
+        for (int i = 0; i < kCalls; ++i) out = matmul(a, b);
+      },
+      2.0 * 256 * 384 * 384 * kCalls, c.gemm_n, c.gemm_1);
+  const Tensor x = randn({1 << 20}), y = randn({1 << 20});
+  rates(
+      [&] {
+        for (int i = 0; i < kCalls; ++i) out = x + y;
+      },
+      3.0 * 4.0 * (1 << 20) * kCalls, c.bw_n, c.bw_1);
+  c.threads = get_num_threads();
   return c;
+}
+
+const InteropCosts& calibrated_interop_costs() {
+  static std::mutex mutex;
+  static std::map<int, InteropCosts> by_threads;
+  std::lock_guard<std::mutex> lock(mutex);
+  const int threads = get_num_threads();
+  auto it = by_threads.find(threads);
+  if (it == by_threads.end()) it = by_threads.emplace(threads, measure_interop_costs()).first;
+  return it->second;
 }
 
 }  // namespace ath::graph

@@ -52,8 +52,9 @@ bool must_follow(const Graph& g, int32_t a, int32_t b);
 // Whether a node may run beside another: no side effects, not a view, a fresh output.
 bool can_pair(const Node& n);
 
-// Rates of this machine, for the cost model. The defaults were measured on the development
-// host (2 cores, AVX-512, loaded) with `athanor_e2e --calibrate-interop`.
+// Rates of a machine, for the cost model. compile() measures them once per process
+// (calibrated_interop_costs); these defaults, for hand-made schedules and tests, are an idle
+// 2-core AVX-512 host's, where all threads are nearly twice as fast as one.
 struct InteropCosts {
   double gemm_1 = 95e9;   // FLOP/s of an f32 GEMM on one thread (inside a parallel region)
   double gemm_n = 185e9;  // FLOP/s on all threads
@@ -85,6 +86,7 @@ struct InteropSchedule {
   int candidates = 0;  // independent pairs the model looked at
   int moved = 0;       // nodes moved to bring pairs together
   int threads = 0;     // the thread count the model assumed
+  InteropCosts costs;  // the rates it used
   std::vector<int32_t> paired_first() const;
   double predicted_gain_s() const;  // sum over pairs of serial - together
   // One line per pair: its nodes, the model's serial and together times.
@@ -105,8 +107,12 @@ InteropSchedule schedule_interop(Graph& g, const InteropOptions& options = {});
 // from either is rethrown after both finish (the first's first).
 void run_concurrently(const std::function<void()>& first, const std::function<void()>& second);
 
-// Measures this machine's rates (about 0.1 s): a GEMM and an element-wise add on all threads
-// and on one thread inside a two-thread parallel region, and an empty region.
+// Measures this machine's rates as it is now (0.05-0.2 s): an empty two-thread region, then a
+// GEMM and an element-wise add on all threads and on one thread inside a two-thread region.
+// On a machine that other processes keep busy, waking the second thread dominates: the region
+// costs hundreds of microseconds and all threads run slower than one.
 InteropCosts measure_interop_costs();
+// measure_interop_costs() once per process and thread count (what compile() uses by default).
+const InteropCosts& calibrated_interop_costs();
 
 }  // namespace ath::graph
