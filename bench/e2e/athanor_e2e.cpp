@@ -4,7 +4,7 @@
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
 //               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]... [--no-interop]
-//               [--interop-report] [--interop-margin X]
+//               [--interop-report] [--interop-margin X] [--interop-ab N]
 //   athanor_e2e --calibrate-interop [--threads 2]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -59,13 +60,76 @@ int usage(const char* why) {
                "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
                "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
                "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] "
-               "[--interop-margin X]\n"
+               "[--interop-margin X] [--interop-ab N]\n"
                "       athanor_e2e --calibrate-interop [--threads N]\n",
                why);
   return 2;
 }
 
 }  // namespace
+
+// --interop-ab N: the compiled step with the inter-op schedule and without it, on two copies of
+// the model, in one process: blocks of N steps over the same batches, alternating which runs
+// first, so that a load that changes over seconds affects both alike. Prints the samples/s of
+// each and the median over blocks of the ratio with / without.
+int run_interop_ab(Workload& w, nn::Module& model, const std::string& precision_name,
+                   std::optional<graph::InteropCosts> costs, int block) {
+  struct Variant {
+    std::shared_ptr<nn::Module> model;
+    std::shared_ptr<train::PrecisionPlugin> precision;
+    std::unique_ptr<optim::Optimizer> opt;
+    std::function<Tensor(const Tensor&, const Tensor&)> step;
+    double seconds = 0;
+  };
+  Variant v[2];
+  for (int k = 0; k < 2; ++k) {
+    v[k].model = w.make_model();
+    v[k].model->load_state_dict(model.state_dict());
+    v[k].precision = train::make_precision(precision_name);
+    v[k].precision->convert_module(*v[k].model);
+    v[k].opt = w.make_optimizer(*v[k].model);
+    Variant* me = &v[k];
+    auto eager = [me](const Tensor& x, const Tensor& y) {
+      return train_step(*me->model, *me->opt, *me->precision, x, y);
+    };
+    CompileOptions o{.interop_costs = costs};
+    if (k == 1) o.disable_passes = {"interop"};
+    auto compiled = std::make_shared<Compiled<decltype(eager)>>(eager, o);
+    v[k].step = [compiled](const Tensor& x, const Tensor& y) { return (*compiled)(x, y); };
+  }
+  for (int k = 0; k < 2; ++k) {  // warm-up: trace and compile both
+    for (std::size_t i = 0; i < 3; ++i) {
+      auto [x, y] = w.get(w.batches[i % w.batches.size()]);
+      (void)v[k].step(x, y).item<float>();
+    }
+  }
+  std::vector<double> ratios;
+  int64_t samples = 0;
+  for (std::size_t b0 = 0, blk = 0; b0 + static_cast<std::size_t>(block) <= w.batches.size();
+       b0 += static_cast<std::size_t>(block), ++blk) {
+    double t[2] = {0, 0};
+    for (int o = 0; o < 2; ++o) {
+      const int k = (static_cast<int>(blk) + o) % 2;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::size_t i = b0; i < b0 + static_cast<std::size_t>(block); ++i) {
+        auto [x, y] = w.get(w.batches[i]);
+        (void)v[k].step(x, y).item<float>();
+        if (o == 0) samples += x.size(0);
+      }
+      t[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      v[k].seconds += t[k];
+    }
+    ratios.push_back(t[1] / t[0]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+  std::printf(
+      "{\"interop_ab\": true, \"blocks\": %zu, \"block_steps\": %d, \"with_samples_per_s\": "
+      "%.3f, \"without_samples_per_s\": %.3f, \"median_block_speedup\": %.4f}\n",
+      ratios.size(), block, static_cast<double>(samples) / v[0].seconds,
+      static_cast<double>(samples) / v[1].seconds, median);
+  return 0;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage("no workload given");
@@ -92,6 +156,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> disabled_passes;
   bool interop_report = false;
   std::optional<double> interop_margin;
+  int interop_ab = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
@@ -121,6 +186,8 @@ int main(int argc, char** argv) {
       precision_name = argv[i + 1];
     } else if (flag == "--memory-budget-mb") {
       budget_mb = std::stod(argv[i + 1]);
+    } else if (flag == "--interop-ab") {
+      interop_ab = std::stoi(argv[i + 1]);
     } else if (flag == "--interop-margin") {
       interop_margin = std::stod(argv[i + 1]);
     } else if (flag == "--disable-pass") {
@@ -170,6 +237,8 @@ int main(int argc, char** argv) {
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
+  if (compiled && interop_ab > 0)
+    return run_interop_ab(w, *model, precision_name, interop_costs, interop_ab);
   std::vector<float> losses;
   int64_t samples = 0, timed_steps = 0;
   double trace_seconds = 0;

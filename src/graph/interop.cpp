@@ -261,22 +261,22 @@ InteropCosts measure_interop_costs() {
   }
   c.region = median_of(regions);
   // Each kernel on all threads, and on thread 0 of a two-thread region (as a pair runs it),
-  // alternating so both see the same load; the all-thread time less its `calls` regions.
+  // alternating so both see the same load. The fastest of each: the rates when nothing else
+  // interferes; the load shows in the region's cost (a median) instead.
   constexpr int kCalls = 2;
   auto rates = [&](const auto& fn, double work, double& all, double& one) {
-    std::vector<double> t_all, t_one;
+    double t_all = 1e30, t_one = 1e30;
     fn();
     for (int r = 0; r < 3; ++r) {
       auto t0 = Clock::now();
       fn();
-      t_all.push_back(seconds(t0));
+      t_all = std::min(t_all, seconds(t0));
       t0 = Clock::now();
       run_concurrently(fn, [] {});
-      t_one.push_back(seconds(t0));
+      t_one = std::min(t_one, seconds(t0));
     }
-    const double ta = median_of(t_all);
-    all = work / std::max(ta - kCalls * c.region, 0.25 * ta);
-    one = work / std::max(median_of(t_one) - c.region, 1e-9);
+    all = work / t_all;
+    one = work / t_one;
   };
   const Tensor a = randn({256, 384}), b = randn({384, 384});
   Tensor out;

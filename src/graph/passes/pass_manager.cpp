@@ -93,7 +93,7 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
       g = std::move(trial);
       report.interop = std::move(s);
     } else {
-      report.interop = {.candidates = s.candidates, .threads = s.threads};
+      report.interop = {.candidates = s.candidates, .threads = s.threads, .costs = s.costs};
     }
     finish(kInterop, static_cast<int>(report.interop.pairs.size()));
   }
