@@ -172,6 +172,34 @@ TEST(InteropCost, RefusesPairsThatWouldLose) {
   EXPECT_EQ(schedule_interop(g, {.costs = {.margin = -100.0, .threads = 1}}).candidates, 0);
 }
 
+// W4's step at its benchmark size: with the quiet defaults (all threads nearly twice as fast as
+// one, a region 0.5 us) the model pairs no large product; with a region of 0.7 ms (a host whose
+// other processes keep the second core busy) it pairs the backward's dx / dW products.
+TEST(InteropCost, W4PairsItsProductsOnlyWhenARegionIsExpensive) {
+  manual_seed(7);
+  models::CharTransformer model;
+  optim::AdamW opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.01});
+  auto step = compile(test_util::classification_step(model, opt), {.disable_passes = {"interop"}});
+  const Tensor x = randint(0, 256, {16, 128}), y = randint(0, 256, {16, 128});
+  for (int i = 0; i < 3; ++i) step(x, y);
+  ASSERT_NE(step.graph(), nullptr);
+  auto large_products = [](const Graph& g, const InteropSchedule& s) {
+    int n = 0;
+    for (const InteropPair& p : s.pairs)
+      for (int32_t k : {p.first, p.first + 1})
+        n += node_work(g, g.nodes[static_cast<std::size_t>(k)]).flops > 1e7 ? 1 : 0;
+    return n;
+  };
+  Graph quiet = *step.graph(), loaded = *step.graph();
+  const InteropSchedule q = schedule_interop(quiet, {.costs = {.threads = 2}});
+  const InteropSchedule l = schedule_interop(loaded, {.costs = {.region = 7e-4, .threads = 2}});
+  verify(quiet);
+  verify(loaded);
+  EXPECT_EQ(large_products(quiet, q), 0) << q.report(quiet);
+  EXPECT_GE(large_products(loaded, l), 10) << l.report(loaded);
+  for (const InteropPair& p : l.pairs) EXPECT_LT(p.together_s, 0.9 * p.serial_s);
+}
+
 // What a pair relies on: inside an active two-thread region, athanor's kernels and oneDNN's
 // primitives run on the calling thread alone (no nested team: the process gains no threads) and
 // compute the same bits as on all threads.

@@ -53,16 +53,17 @@ bool must_follow(const Graph& g, int32_t a, int32_t b);
 bool can_pair(const Node& n);
 
 // Rates of a machine, for the cost model. compile() measures them once per process
-// (calibrated_interop_costs); these defaults, for hand-made schedules and tests, are an idle
-// 2-core AVX-512 host's, where all threads are nearly twice as fast as one.
+// (calibrated_interop_costs); these defaults, for hand-made schedules and tests, are the
+// development host's (2 cores, AVX-512) in a quiet moment (`athanor_e2e --calibrate-interop`):
+// all threads nearly twice as fast as one, a parallel region cheap.
 struct InteropCosts {
-  double gemm_1 = 95e9;   // FLOP/s of an f32 GEMM on one thread (inside a parallel region)
-  double gemm_n = 185e9;  // FLOP/s on all threads
-  double bw_1 = 9e9;      // bytes/s an element-wise kernel moves on one thread
-  double bw_n = 13e9;     // bytes/s on all threads
-  double region = 4e-6;   // seconds to enter and leave a parallel region
-  double margin = 0.10;   // a pair must be this much faster (relative) to be chosen
-  int threads = 0;        // 0: ath::get_num_threads() when the schedule is made
+  double gemm_1 = 250e9;   // FLOP/s of an f32 GEMM on one thread (inside a parallel region)
+  double gemm_n = 470e9;   // FLOP/s on all threads
+  double bw_1 = 110e9;     // bytes/s an element-wise kernel moves on one thread (a 12 MB add)
+  double bw_n = 160e9;     // bytes/s on all threads
+  double region = 0.5e-6;  // seconds to enter and leave a parallel region (waking a thread)
+  double margin = 0.10;    // a pair must be this much faster (relative) to be chosen
+  int threads = 0;         // 0: ath::get_num_threads() when the schedule is made
 };
 
 struct NodeWork {
