@@ -3,7 +3,9 @@
 // bench/e2e/torch_ref.py.
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
-//               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]...
+//               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]... [--no-interop]
+//               [--interop-report] [--interop-margin X] [--interop-ab N]
+//   athanor_e2e --calibrate-interop [--threads 2]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
 // ath::compile (graph/compile.h). Its first calls trace; like torch.compile's warm-up, they run
@@ -15,6 +17,11 @@
 // --memory-budget-mb: the compiled step's arena may use M MB (CompileOptions::memory_budget):
 // cheap activations are recomputed in the backward instead of saved (the "remat" pass).
 // --disable-pass: skips a compiler pass (graph/passes.h), to measure what it is worth.
+// --no-interop: the same as --disable-pass interop: no independent nodes run at the same time
+// (graph/interop.h). --interop-report prints the pairs the schedule chose to stderr.
+// --interop-margin X: the cost model's margin (InteropCosts::margin); a large negative one
+// (-100) pairs every independent candidate, to measure what the model turns down.
+// --calibrate-interop: measures the rates of the inter-op cost model (InteropCosts) and exits.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
 //
@@ -27,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -51,16 +59,90 @@ int usage(const char* why) {
                "athanor_e2e: %s\n"
                "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
                "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
-               "[--memory-budget-mb M] [--disable-pass NAME]\n",
+               "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] "
+               "[--interop-margin X] [--interop-ab N]\n"
+               "       athanor_e2e --calibrate-interop [--threads N]\n",
                why);
   return 2;
 }
 
 }  // namespace
 
+// --interop-ab N: the compiled step with the inter-op schedule and without it, on two copies of
+// the model, in one process: blocks of N steps over the same batches, alternating which runs
+// first, so that a load that changes over seconds affects both alike. Prints the samples/s of
+// each and the median over blocks of the ratio with / without.
+int run_interop_ab(Workload& w, nn::Module& model, const std::string& precision_name,
+                   std::optional<graph::InteropCosts> costs, int block) {
+  struct Variant {
+    std::shared_ptr<nn::Module> model;
+    std::shared_ptr<train::PrecisionPlugin> precision;
+    std::unique_ptr<optim::Optimizer> opt;
+    std::function<Tensor(const Tensor&, const Tensor&)> step;
+    double seconds = 0;
+  };
+  Variant v[2];
+  for (int k = 0; k < 2; ++k) {
+    v[k].model = w.make_model();
+    v[k].model->load_state_dict(model.state_dict());
+    v[k].precision = train::make_precision(precision_name);
+    v[k].precision->convert_module(*v[k].model);
+    v[k].opt = w.make_optimizer(*v[k].model);
+    Variant* me = &v[k];
+    auto eager = [me](const Tensor& x, const Tensor& y) {
+      return train_step(*me->model, *me->opt, *me->precision, x, y);
+    };
+    CompileOptions o{.interop_costs = costs};
+    if (k == 1) o.disable_passes = {"interop"};
+    auto compiled = std::make_shared<Compiled<decltype(eager)>>(eager, o);
+    v[k].step = [compiled](const Tensor& x, const Tensor& y) { return (*compiled)(x, y); };
+  }
+  for (int k = 0; k < 2; ++k) {  // warm-up: trace and compile both
+    for (std::size_t i = 0; i < 3; ++i) {
+      auto [x, y] = w.get(w.batches[i % w.batches.size()]);
+      (void)v[k].step(x, y).item<float>();
+    }
+  }
+  std::vector<double> ratios;
+  int64_t samples = 0;
+  for (std::size_t b0 = 0, blk = 0; b0 + static_cast<std::size_t>(block) <= w.batches.size();
+       b0 += static_cast<std::size_t>(block), ++blk) {
+    double t[2] = {0, 0};
+    for (int o = 0; o < 2; ++o) {
+      const int k = (static_cast<int>(blk) + o) % 2;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::size_t i = b0; i < b0 + static_cast<std::size_t>(block); ++i) {
+        auto [x, y] = w.get(w.batches[i]);
+        (void)v[k].step(x, y).item<float>();
+        if (o == 0) samples += x.size(0);
+      }
+      t[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      v[k].seconds += t[k];
+    }
+    ratios.push_back(t[1] / t[0]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+  std::printf(
+      "{\"interop_ab\": true, \"blocks\": %zu, \"block_steps\": %d, \"with_samples_per_s\": "
+      "%.3f, \"without_samples_per_s\": %.3f, \"median_block_speedup\": %.4f}\n",
+      ratios.size(), block, static_cast<double>(samples) / v[0].seconds,
+      static_cast<double>(samples) / v[1].seconds, median);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return usage("no workload given");
   const std::string name = argv[1];
+  if (name == "--calibrate-interop") {
+    set_num_threads(argc > 3 && std::string(argv[2]) == "--threads" ? std::stoi(argv[3]) : 2);
+    const graph::InteropCosts c = graph::measure_interop_costs();
+    std::printf(
+        "{\"gemm_1_gflops\": %.1f, \"gemm_n_gflops\": %.1f, \"bw_1_gbs\": %.2f, "
+        "\"bw_n_gbs\": %.2f, \"region_us\": %.2f}\n",
+        c.gemm_1 / 1e9, c.gemm_n / 1e9, c.bw_1 / 1e9, c.bw_n / 1e9, c.region * 1e6);
+    return 0;
+  }
   // make_workload treats any other name as W4: a typo must not silently benchmark W4.
   if (name != "W1" && name != "W2" && name != "W3" && name != "W4")
     return usage(("unknown workload '" + name + "'").c_str());
@@ -72,10 +154,21 @@ int main(int argc, char** argv) {
   bool arena = true;
   double budget_mb = 0;
   std::vector<std::string> disabled_passes;
+  bool interop_report = false;
+  std::optional<double> interop_margin;
+  int interop_ab = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
       arena = false;
+      continue;
+    }
+    if (flag == "--no-interop") {
+      disabled_passes.emplace_back("interop");
+      continue;
+    }
+    if (flag == "--interop-report") {
+      interop_report = true;
       continue;
     }
     if (flag == "--compile") {
@@ -93,6 +186,10 @@ int main(int argc, char** argv) {
       precision_name = argv[i + 1];
     } else if (flag == "--memory-budget-mb") {
       budget_mb = std::stod(argv[i + 1]);
+    } else if (flag == "--interop-ab") {
+      interop_ab = std::stoi(argv[i + 1]);
+    } else if (flag == "--interop-margin") {
+      interop_margin = std::stod(argv[i + 1]);
     } else if (flag == "--disable-pass") {
       disabled_passes.emplace_back(argv[i + 1]);
     } else {
@@ -126,14 +223,22 @@ int main(int argc, char** argv) {
     return train_step(*model, *opt, *precision, x, y);
   };
   std::optional<Compiled<decltype(eager_step)>> compiled_step;
+  std::optional<graph::InteropCosts> interop_costs;
+  if (compiled && interop_margin) {
+    interop_costs = graph::calibrated_interop_costs();
+    interop_costs->margin = *interop_margin;
+  }
   if (compiled)
     compiled_step.emplace(eager_step,
                           CompileOptions{.disable_passes = disabled_passes,
                                          .arena = arena,
-                                         .memory_budget = static_cast<int64_t>(budget_mb * 1e6)});
+                                         .memory_budget = static_cast<int64_t>(budget_mb * 1e6),
+                                         .interop_costs = interop_costs});
   auto step = [&](const Tensor& x, const Tensor& y) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
+  if (compiled && interop_ab > 0)
+    return run_interop_ab(w, *model, precision_name, interop_costs, interop_ab);
   std::vector<float> losses;
   int64_t samples = 0, timed_steps = 0;
   double trace_seconds = 0;
@@ -208,7 +313,7 @@ int main(int argc, char** argv) {
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
       "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
       "\"planned_arena_mb\": %s, \"planned_total_mb\": %s, \"passes_s\": %.4f, "
-      "\"traces\": %lld, \"recomputed\": %zu}\n",
+      "\"traces\": %lld, \"recomputed\": %zu, \"interop_pairs\": %zu}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
@@ -219,7 +324,13 @@ int main(int argc, char** argv) {
       static_cast<long long>(compiled_step ? compiled_step->stats().traces : 0),
       compiled_step && compiled_step->memory_plan()
           ? compiled_step->memory_plan()->recomputed.size()
+          : std::size_t{0},
+      compiled_step && compiled_step->pass_report()
+          ? compiled_step->pass_report()->interop.pairs.size()
           : std::size_t{0});
+  if (compiled_step && interop_report && compiled_step->pass_report() != nullptr)
+    std::fprintf(stderr, "%s",
+                 compiled_step->pass_report()->interop.report(*compiled_step->graph()).c_str());
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());

@@ -2,6 +2,7 @@
 // the protocol to users; this file implements it).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -131,12 +132,20 @@ struct CompiledStep::Impl {
     PassOptions pass_options{.disabled = options.disable_passes,
                              .verify = options.verify,
                              .memory_budget = options.memory_budget};
+    // The machine's rates are measured (once per process) only if the schedule will use them.
+    const auto& off = options.disable_passes;
+    if (options.interop_costs) {
+      pass_options.interop.costs = *options.interop_costs;
+    } else if (std::find(off.begin(), off.end(), "interop") == off.end()) {
+      pass_options.interop.costs = calibrated_interop_costs();
+    }
     int stage = 1;
     pass_options.after_each = [&](std::string_view pass, const Graph& after) {
       dump(fmt::format("{}_{}", stage++, pass), after);
     };
     p->report = run_passes(g, pass_options);
-    p->memory = plan_memory(g);
+    const std::vector<int32_t> pairs = p->report.interop.paired_first();
+    p->memory = plan_memory(g, pairs);
     p->memory.recomputed = p->report.remat.recomputed;
     if (options.memory_budget > 0 && p->memory.arena_bytes > options.memory_budget) {
       diagnose(
@@ -150,13 +159,14 @@ struct CompiledStep::Impl {
     if (!options.debug_dir.empty()) {
       const auto dir = std::filesystem::path(options.debug_dir) / fmt::format("graph{}", dumps);
       std::ofstream(dir / "memory_plan.txt") << p->memory.report(&g);
+      std::ofstream(dir / "interop.txt") << p->report.interop.report(g);
       std::ofstream(dir / "index.html") << debug_page(g, p->report, p->memory, stages);
       stages.clear();
     }
     ++dumps;
     p->graph = std::move(g);
-    p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory)
-                                : std::make_unique<Executor>(p->graph);
+    p->executor = options.arena ? std::make_unique<Executor>(p->graph, p->memory, pairs)
+                                : std::make_unique<Executor>(p->graph, pairs);
     if (options.on_gradient_ready) p->executor->set_gradient_ready(options.on_gradient_ready);
     ++stats.graphs;
     stats.pass_seconds += seconds_since(t0);

@@ -6,6 +6,7 @@
 
 #include "athanor/core/allocator.h"
 #include "athanor/core/error.h"
+#include "athanor/graph/interop.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/tensor/grad_mode.h"
@@ -24,8 +25,17 @@ struct ArenaClaim {
 
 }  // namespace
 
-Executor::Executor(const Graph& graph)
-    : graph_(graph), release_after_(graph.nodes.size()), grads_final_after_(graph.nodes.size()) {
+Executor::Executor(const Graph& graph, std::span<const int32_t> paired_first)
+    : graph_(graph),
+      release_after_(graph.nodes.size()),
+      runs_with_next_(graph.nodes.size()),
+      grads_final_after_(graph.nodes.size()) {
+  for (int32_t k : paired_first) {
+    ATH_CHECK(k >= 0 && static_cast<std::size_t>(k) + 1 < graph.nodes.size() &&
+                  (k == 0 || !runs_with_next_[static_cast<std::size_t>(k) - 1]),
+              ValueError, "graph executor: cannot pair node {} with the next", k);
+    runs_with_next_[static_cast<std::size_t>(k)] = true;
+  }
   constexpr int kKeep = std::numeric_limits<int>::max();
   std::vector<int> last_use(graph.values.size(), -1);
   for (std::size_t k = 0; k < graph.nodes.size(); ++k) {
@@ -64,7 +74,9 @@ Executor::Executor(const Graph& graph)
   }
 }
 
-Executor::Executor(const Graph& graph, const MemoryPlan& plan) : Executor(graph) {
+Executor::Executor(const Graph& graph, const MemoryPlan& plan,
+                   std::span<const int32_t> paired_first)
+    : Executor(graph, paired_first) {
   // The arena is host memory: a graph with values elsewhere runs without it.
   for (const Value& v : graph.values)
     if (v.meta.device.type != DeviceType::CPU) return;
@@ -189,6 +201,26 @@ void Executor::run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Te
     slot[static_cast<std::size_t>(to)] = slot[static_cast<std::size_t>(from)];
 }
 
+void Executor::run_pair(std::size_t k, std::vector<Tensor>& slot, bool use_arena,
+                        RunStats& stats) const {
+  // Each thread runs one node into its own slots (the two are independent: neither reads what
+  // the other makes or writes), with its own scratch and stats; errors cross the region as
+  // exception_ptrs.
+  RunStats part[2];
+  auto branch = [&](int i) {
+    return [&, i] {
+      NoGradGuard no_grad;  // a worker thread's modes are its own
+      detail::AutocastPause no_autocast;
+      std::vector<Tensor> inputs;
+      run_node(k + static_cast<std::size_t>(i), slot, inputs, use_arena, part[i]);
+    };
+  };
+  run_concurrently(branch(0), branch(1));
+  stats.arena_buffers += part[0].arena_buffers + part[1].arena_buffers;
+  stats.allocated_buffers += part[0].allocated_buffers + part[1].allocated_buffers;
+  ++stats.pairs;
+}
+
 std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   const Graph& g = graph_;
   ATH_CHECK(arguments.size() == g.arguments.size(), ValueError,
@@ -220,15 +252,25 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   NoGradGuard no_grad;                // the backward is in the graph already
   detail::AutocastPause no_autocast;  // so are the casts
   std::vector<Tensor> inputs;
-  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-    run_node(k, slot, inputs, use_arena, stats);
-    if (gradient_ready_) {
-      for (const auto& [param, grad] : grads_final_after_[k]) {
-        const Tensor& p = g.state_tensors[static_cast<std::size_t>(param)];
-        if (grad != kNoValue) p.set_grad(slot[static_cast<std::size_t>(grad)]);
-        gradient_ready_(p);
-      }
+  // Parameters whose gradient is final after node k: reported as the replay goes on.
+  auto gradients_final_after = [&](std::size_t k) {
+    if (!gradient_ready_) return;
+    for (const auto& [param, grad] : grads_final_after_[k]) {
+      const Tensor& p = g.state_tensors[static_cast<std::size_t>(param)];
+      if (grad != kNoValue) p.set_grad(slot[static_cast<std::size_t>(grad)]);
+      gradient_ready_(p);
     }
+  };
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    if (runs_with_next_[k]) {
+      run_pair(k, slot, use_arena, stats);
+      gradients_final_after(k);
+      for (ValueId dead : release_after_[k]) slot[static_cast<std::size_t>(dead)] = Tensor();
+      ++k;
+    } else {
+      run_node(k, slot, inputs, use_arena, stats);
+    }
+    gradients_final_after(k);
     for (ValueId dead : release_after_[k]) slot[static_cast<std::size_t>(dead)] = Tensor();
   }
   for (const GradBinding& b : g.grads)

@@ -110,7 +110,7 @@ std::string MemoryPlan::report(const Graph* g) const {
   return s;
 }
 
-MemoryPlan plan_memory(const Graph& g) {
+MemoryPlan plan_memory(const Graph& g, std::span<const int32_t> paired_first) {
   MemoryPlan plan;
   const auto num_nodes = static_cast<int32_t>(g.nodes.size());
   // Which state slots are some parameter's gradient buffer.
@@ -169,6 +169,13 @@ MemoryPlan plan_memory(const Graph& g) {
     buffers.push_back({.first = k, .last = k, .bytes = w, .category = MemoryCategory::Workspace});
     add(MemoryCategory::Workspace, w);
   }
+
+  // A pair runs as one step: what its first node reads last stays live through the second.
+  std::vector<bool> runs_with_next(static_cast<std::size_t>(num_nodes), false);
+  for (int32_t k : paired_first)
+    if (k >= 0 && k + 1 < num_nodes) runs_with_next[static_cast<std::size_t>(k)] = true;
+  for (auto& b : buffers)
+    if (runs_with_next[static_cast<std::size_t>(b.last)]) ++b.last;
 
   plan.live_after_node.assign(static_cast<std::size_t>(num_nodes), 0);
   for (const auto& b : buffers)

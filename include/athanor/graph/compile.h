@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -76,6 +77,10 @@ struct CompileOptions {
   // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget. A budget it
   // cannot reach trains anyway, with a diagnostic.
   int64_t memory_budget = 0;
+  // The inter-op schedule's cost model (graph/interop.h): which independent nodes run at the
+  // same time, one thread each. Unset: this machine's rates, measured once per process
+  // (graph::calibrated_interop_costs). Switch the schedule off with disable_passes = {"interop"}.
+  std::optional<graph::InteropCosts> interop_costs;
   // Consecutive traces of one key that disagree before the key runs eagerly for good.
   int max_unstable_traces = 4;
   // Where to write each compiled graph (after tracing and after each pass, as text and

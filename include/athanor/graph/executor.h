@@ -29,6 +29,11 @@
 //   no tensor memory but what outlives it (outputs, assigned gradients) and what kernels make
 //   internally. A run that finds the arena in use (the same executor called from two threads at
 //   once) allocates as without a plan.
+// - Pairs (`paired_first`, from the inter-op schedule, graph/interop.h): nodes k and k + 1 run
+//   at the same time, each on one thread of a two-thread OpenMP region, their kernels
+//   single-threaded inside it (parallel_for runs inline in a region; oneDNN runs a primitive
+//   on one thread inside an active region). The plan must have been made with the same pairs.
+//   An error in either node is rethrown after both finish.
 // - Afterwards each GradBinding assigns its value to the parameter's `.grad`.
 #pragma once
 
@@ -46,9 +51,10 @@ namespace ath::graph {
 
 class Executor {
  public:
-  explicit Executor(const Graph& graph);
-  // Runs with the plan's arena; `plan` must be plan_memory(graph) (it is copied from).
-  Executor(const Graph& graph, const MemoryPlan& plan);
+  explicit Executor(const Graph& graph, std::span<const int32_t> paired_first = {});
+  // Runs with the plan's arena; `plan` must be plan_memory(graph, paired_first) (it is copied
+  // from).
+  Executor(const Graph& graph, const MemoryPlan& plan, std::span<const int32_t> paired_first = {});
   std::vector<Tensor> run(std::span<const Tensor> arguments) const;
   std::vector<Tensor> run(std::initializer_list<Tensor> arguments) const {
     return run(std::span<const Tensor>(arguments.begin(), arguments.size()));
@@ -66,6 +72,7 @@ class Executor {
   struct RunStats {
     int64_t arena_buffers = 0;      // node outputs and workspaces placed in the arena
     int64_t allocated_buffers = 0;  // node outputs allocated (outputs, gradients; or no arena)
+    int64_t pairs = 0;              // pairs of nodes run at the same time
     bool used_arena = false;
   };
   RunStats last_run() const { return last_run_; }
@@ -92,11 +99,13 @@ class Executor {
   };
   void run_node(std::size_t k, std::vector<Tensor>& slot, std::vector<Tensor>& inputs,
                 bool use_arena, RunStats& stats) const;
+  void run_pair(std::size_t k, std::vector<Tensor>& slot, bool use_arena, RunStats& stats) const;
   void allocate_arena() const;
 
   const Graph& graph_;
   // Per node: the values whose last reader it is (released after it runs).
   std::vector<std::vector<ValueId>> release_after_;
+  std::vector<bool> runs_with_next_;     // per node: it and the next run at the same time
   std::vector<NodeMemory> node_memory_;  // empty without a plan
   // Per node: the parameters (state slots) whose gradient is final after it, and for each the
   // value holding the gradient (an assigned one, set as grad() there) or kNoValue (written in

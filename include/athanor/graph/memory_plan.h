@@ -21,6 +21,9 @@
 // - Saved activations need nothing special: the backward nodes that read them are in the
 //   schedule, so their lifetimes reach there.
 // - A kernel's workspace (OpDef::workspace_bytes) is a buffer live during its node only.
+// - Nodes that run at the same time (the inter-op schedule, graph/interop.h: node k and k + 1
+//   for each k in `paired_first`) count as one step: a buffer last read by the first of a pair
+//   stays live through the second, so the pair's buffers never share bytes.
 // - Offsets: largest buffers first, each at the lowest 64-byte-aligned offset that overlaps no
 //   placed buffer whose lifetime intersects its own (first fit).
 // The executor (graph/executor.h) runs replays in the plan: it allocates the arena once and
@@ -28,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,7 +85,7 @@ struct MemoryPlan {
   std::string report(const Graph* g = nullptr) const;
 };
 
-MemoryPlan plan_memory(const Graph& g);
+MemoryPlan plan_memory(const Graph& g, std::span<const int32_t> paired_first = {});
 // Throws ValueError naming both values if two buffers whose lifetimes intersect overlap in the
 // arena, or a buffer lies outside it.
 void check_plan(const Graph& g, const MemoryPlan& plan);

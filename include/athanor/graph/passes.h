@@ -43,6 +43,10 @@
 // |               | alive from the forward — cheap ones (element-wise, layer_norm,         |
 // |               | softmax, dropout from its seed) first, then chains through matrix      |
 // |               | products — until the arena fits the budget (rematerialize)             |
+// | interop       | last: pairs independent nodes to run at the same time, one thread each, |
+// |               | where the cost model predicts a gain, and moves each pair's nodes next  |
+// |               | to each other (schedule_interop, graph/interop.h); the report's         |
+// |               | `interop` lists the pairs for the memory plan and the executor          |
 //
 // No pass reorders writes: a node that writes memory (an optimizer update, add_) stays, in its
 // place relative to every node that reads or writes the same buffer.
@@ -54,6 +58,7 @@
 #include <vector>
 
 #include "athanor/graph/graph.h"
+#include "athanor/graph/interop.h"
 #include "athanor/graph/memory_plan.h"
 
 namespace ath::graph {
@@ -96,6 +101,8 @@ struct PassOptions {
   bool verify = true;                 // run the verifier after each pass
   // Bytes the memory plan's arena may use; > 0 runs "remat" last (see rematerialize).
   int64_t memory_budget = 0;
+  // The inter-op schedule's cost model and window ("interop").
+  InteropOptions interop;
   // Called after each pass that ran (a debug dump writes the graph here).
   std::function<void(std::string_view pass, const Graph& g)> after_each;
 };
@@ -108,7 +115,8 @@ struct PassReport {
   };
   int nodes_before = 0;
   std::vector<Entry> passes;
-  RematReport remat;  // when "remat" ran
+  RematReport remat;        // when "remat" ran
+  InteropSchedule interop;  // the pairs "interop" chose (none when it did not run)
 };
 
 // The passes' names, in the order run_passes runs them.

@@ -16,6 +16,7 @@ struct NamedPass {
 };
 
 constexpr std::string_view kRemat = "remat";
+constexpr std::string_view kInterop = "interop";
 
 const std::vector<NamedPass>& passes() {
   // Folding first makes more nodes equal for CSE (and constants of 1 visible to simplify);
@@ -41,6 +42,7 @@ const std::vector<std::string>& pass_names() {
     std::vector<std::string> n;
     for (const NamedPass& p : passes()) n.push_back(p.name);
     n.emplace_back(kRemat);
+    n.emplace_back(kInterop);
     return n;
   }();
   return names;
@@ -76,6 +78,25 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
   if (options.memory_budget > 0 && enabled(kRemat)) {
     report.remat = rematerialize(g, options.memory_budget);
     finish(kRemat, static_cast<int>(report.remat.recomputed.size()));
+  }
+  // After everything that changes nodes: it reorders them and names pairs by position.
+  // Under a memory budget it may not undo what remat saved: a schedule whose plan needs more
+  // arena than the budget (or than the graph already needs, if that is more) is dropped.
+  if (enabled(kInterop)) {
+    Graph trial = g;
+    InteropSchedule s = schedule_interop(trial, options.interop);
+    bool keep = !s.pairs.empty();
+    if (keep && options.memory_budget > 0) {
+      const int64_t limit = std::max(options.memory_budget, plan_memory(g).arena_bytes);
+      keep = plan_memory(trial, s.paired_first()).arena_bytes <= limit;
+    }
+    if (keep) {
+      g = std::move(trial);
+      report.interop = std::move(s);
+    } else {
+      report.interop = {.candidates = s.candidates, .threads = s.threads, .costs = s.costs};
+    }
+    finish(kInterop, static_cast<int>(report.interop.pairs.size()));
   }
   return report;
 }

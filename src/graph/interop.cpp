@@ -1,0 +1,308 @@
+// The inter-op schedule: dependencies, the cost model, the pairing and the reorder (interop.h).
+#include "athanor/graph/interop.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <mutex>
+
+#include "athanor/core/parallel.h"
+#include "athanor/graph/passes.h"
+#include "athanor/ops/creation.h"
+#include "athanor/ops/linalg.h"
+#include "athanor/tensor/grad_mode.h"
+
+namespace ath::graph {
+
+namespace {
+
+double value_bytes(const Value& v) {
+  return static_cast<double>(numel(v.meta.shape)) * static_cast<double>(element_size(v.meta.dtype));
+}
+
+// The buffers a node reads and writes.
+struct Access {
+  std::vector<ValueId> reads, writes;
+};
+
+Access access_of(const Graph& g, const Node& n) {
+  Access a;
+  for (ValueId in : n.inputs) a.reads.push_back(g.storage_of(in));
+  for (const auto& w : n.writes) a.writes.push_back(g.storage_of(w.first));
+  return a;
+}
+
+bool meet(const std::vector<ValueId>& x, const std::vector<ValueId>& y) {
+  for (ValueId a : x)
+    if (std::find(y.begin(), y.end(), a) != y.end()) return true;
+  return false;
+}
+
+bool ordered_effect(const Node& n) { return has_side_effects(n) || n.attr_source; }
+
+// Moves the nodes to the order `order` (new position -> old index), renumbering Value::node.
+void reorder(Graph& g, const std::vector<int32_t>& order) {
+  std::vector<int32_t> new_pos(order.size());
+  std::vector<Node> nodes;
+  nodes.reserve(order.size());
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    new_pos[static_cast<std::size_t>(order[p])] = static_cast<int32_t>(p);
+    nodes.push_back(std::move(g.nodes[static_cast<std::size_t>(order[p])]));
+  }
+  g.nodes = std::move(nodes);
+  for (Value& v : g.values)
+    if (v.origin == ValueOrigin::Node) v.node = new_pos[static_cast<std::size_t>(v.node)];
+}
+
+}  // namespace
+
+bool must_follow(const Graph& g, int32_t a, int32_t b) {
+  const Node& na = g.nodes[static_cast<std::size_t>(a)];
+  const Node& nb = g.nodes[static_cast<std::size_t>(b)];
+  if (ordered_effect(na) && ordered_effect(nb)) return true;
+  for (ValueId in : nb.inputs) {
+    const Value& v = g.value(in);
+    if (v.origin == ValueOrigin::Node && v.node == a) return true;  // a made it (or its version)
+  }
+  const Access x = access_of(g, na), y = access_of(g, nb);
+  return meet(x.writes, y.reads) || meet(x.writes, y.writes) || meet(y.writes, x.reads);
+}
+
+bool can_pair(const Node& n) {
+  return !ordered_effect(n) && n.op->kind != OpKind::View && n.write == WriteKind::None &&
+         !n.outputs.empty();
+}
+
+NodeWork node_work(const Graph& g, const Node& n) {
+  NodeWork w;
+  if (n.op->kind == OpKind::View) return w;
+  for (ValueId in : n.inputs) w.bytes += value_bytes(g.value(in));
+  for (ValueId out : n.outputs) w.bytes += value_bytes(g.value(out));
+  if (n.inputs.size() < 2 || n.outputs.empty()) return w;
+  const Shape& x = g.value(n.inputs[0]).meta.shape;
+  const Shape& wt = g.value(n.inputs[1]).meta.shape;
+  const Shape& out = g.value(n.outputs[0]).meta.shape;
+  const auto out_n = static_cast<double>(numel(out));
+  const std::string_view op = n.op->name;
+  if ((op == "mm" || op == "matmul" || op == "linear" || op == "linear_relu") && !x.empty()) {
+    w.flops = 2.0 * out_n * static_cast<double>(x.back());
+  } else if ((op == "convolution" || op == "convolution_relu") && wt.size() == 4 && wt[0] > 0) {
+    // The side whose channels are the weight's first dimension (the output, or the input of a
+    // transposed convolution) times the weight's reduction.
+    const double side = out.size() > 1 && out[1] == wt[0] ? out_n : static_cast<double>(numel(x));
+    w.flops = 2.0 * side * static_cast<double>(numel(wt)) / static_cast<double>(wt[0]);
+  } else if (op == "convolution_backward_weight" && wt.size() == 4 && wt[1] > 0) {
+    // inputs (x, grad_out): grad_weight's elements times the grad_out positions per channel
+    w.flops = 2.0 * out_n * static_cast<double>(numel(wt)) / static_cast<double>(wt[1]);
+  }
+  return w;
+}
+
+double node_seconds(const NodeWork& w, const InteropCosts& c, bool all_threads) {
+  const double one = w.flops / c.gemm_1 + w.bytes / c.bw_1;
+  // An element-wise kernel under parallel_for's grain runs on one thread anyway.
+  const bool parallel = w.flops > 0 || w.bytes > 3.0 * static_cast<double>(kPointwiseGrain) * 4.0;
+  if (!all_threads || !parallel) return one;
+  return w.flops / c.gemm_n + w.bytes / c.bw_n + c.region;
+}
+
+double pair_seconds_together(const NodeWork& a, const NodeWork& b, const InteropCosts& c) {
+  const double longer = std::max(node_seconds(a, c, false), node_seconds(b, c, false));
+  const double shared = (a.flops + b.flops) / c.gemm_n + (a.bytes + b.bytes) / c.bw_n;
+  return std::max(longer, shared) + c.region;
+}
+
+double pair_seconds_serial(const NodeWork& a, const NodeWork& b, const InteropCosts& c) {
+  return node_seconds(a, c, true) + node_seconds(b, c, true);
+}
+
+std::vector<int32_t> InteropSchedule::paired_first() const {
+  std::vector<int32_t> v;
+  for (const InteropPair& p : pairs) v.push_back(p.first);
+  return v;
+}
+
+double InteropSchedule::predicted_gain_s() const {
+  double s = 0;
+  for (const InteropPair& p : pairs) s += p.serial_s - p.together_s;
+  return s;
+}
+
+std::string InteropSchedule::report(const Graph& g) const {
+  std::string s = fmt::format(
+      "interop schedule ({} threads): {} pairs of {} independent candidates, {} nodes moved, "
+      "predicted gain {:.1f} us per step\n"
+      "  rates: GEMM {:.0f} / {:.0f} GFLOP/s, bandwidth {:.1f} / {:.1f} GB/s (one thread / all), "
+      "parallel region {:.1f} us, margin {:.2f}\n",
+      threads, pairs.size(), candidates, moved, predicted_gain_s() * 1e6, costs.gemm_1 / 1e9,
+      costs.gemm_n / 1e9, costs.bw_1 / 1e9, costs.bw_n / 1e9, costs.region * 1e6, costs.margin);
+  for (const InteropPair& p : pairs) {
+    auto name = [&](int32_t k) {
+      const Node& n = g.nodes[static_cast<std::size_t>(k)];
+      return fmt::format("{} {}", n.op->name,
+                         n.outputs.empty() ? "" : type_string(g.value(n.outputs[0]).meta));
+    };
+    s += fmt::format("  nodes {} + {}: {} | {}: serial {:.1f} us, together {:.1f} us\n", p.first,
+                     p.first + 1, name(p.first), name(p.first + 1), p.serial_s * 1e6,
+                     p.together_s * 1e6);
+  }
+  return s;
+}
+
+InteropSchedule schedule_interop(Graph& g, const InteropOptions& options) {
+  InteropSchedule schedule;
+  const InteropCosts& c = options.costs;
+  schedule.threads = c.threads > 0 ? c.threads : get_num_threads();
+  schedule.costs = c;
+  if (schedule.threads < 2) return schedule;
+  const auto n = static_cast<int32_t>(g.nodes.size());
+  int32_t k = 0;
+  while (k + 1 < n) {
+    if (!can_pair(g.nodes[static_cast<std::size_t>(k)])) {
+      ++k;
+      continue;
+    }
+    const NodeWork wk = node_work(g, g.nodes[static_cast<std::size_t>(k)]);
+    int32_t best = -1;
+    double best_slack = 0, best_serial = 0, best_together = 0;
+    std::vector<int32_t> best_before;  // nodes j depends on, moved ahead of k
+    for (int32_t j = k + 1; j < n && j <= k + options.window; ++j) {
+      if (!can_pair(g.nodes[static_cast<std::size_t>(j)])) continue;
+      // What j depends on in (k, j), transitively; none of it may depend on k.
+      std::vector<int32_t> closure{j};
+      for (int32_t m = j - 1; m > k; --m) {
+        for (int32_t x : closure) {
+          if (must_follow(g, m, x)) {
+            closure.push_back(m);
+            break;
+          }
+        }
+      }
+      bool free = true;
+      for (int32_t x : closure) free = free && !must_follow(g, k, x);
+      if (!free) continue;
+      ++schedule.candidates;
+      const NodeWork wj = node_work(g, g.nodes[static_cast<std::size_t>(j)]);
+      const double serial = pair_seconds_serial(wk, wj, c);
+      const double together = pair_seconds_together(wk, wj, c);
+      // How far under the bar the pair comes in: the partner that beats it by the most wins.
+      const double slack = serial * (1.0 - c.margin) - together;
+      if (slack <= 0 || slack <= best_slack) continue;
+      best = j;
+      best_slack = slack;
+      best_serial = serial;
+      best_together = together;
+      best_before.assign(closure.begin() + 1, closure.end());
+      std::sort(best_before.begin(), best_before.end());
+    }
+    if (best < 0) {
+      ++k;
+      continue;
+    }
+    // New order over [k, best]: what best depends on, k, best, the rest.
+    std::vector<int32_t> order(static_cast<std::size_t>(n));
+    for (int32_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    auto pos = static_cast<std::size_t>(k);
+    for (int32_t m : best_before) order[pos++] = m;
+    const auto pair_at = static_cast<int32_t>(pos);
+    order[pos++] = k;
+    order[pos++] = best;
+    for (int32_t m = k + 1; m < best; ++m)
+      if (!std::binary_search(best_before.begin(), best_before.end(), m)) order[pos++] = m;
+    if (best != k + 1) {
+      reorder(g, order);
+      schedule.moved += static_cast<int>(best_before.size()) + 1;
+    }
+    schedule.pairs.push_back(
+        {.first = pair_at, .serial_s = best_serial, .together_s = best_together});
+    k = pair_at + 2;
+  }
+  return schedule;
+}
+
+void run_concurrently(const std::function<void()>& first, const std::function<void()>& second) {
+  std::exception_ptr error[2];
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    for (int i = t; i < 2; i += nt) {
+      try {
+        (i == 0 ? first : second)();
+      } catch (...) {
+        error[i] = std::current_exception();
+      }
+    }
+  }
+  for (const std::exception_ptr& e : error)
+    if (e) std::rethrow_exception(e);
+}
+
+InteropCosts measure_interop_costs() {
+  using Clock = std::chrono::steady_clock;
+  InteropCosts c;
+  NoGradGuard no_grad;
+  auto seconds = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  auto median_of = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  // An empty two-thread region: on a loaded machine, mostly the wait for the second thread.
+  std::vector<double> regions;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 8; ++i) run_concurrently([] {}, [] {});
+    regions.push_back(seconds(t0) / 8);
+  }
+  c.region = median_of(regions);
+  // Each kernel on all threads, and on thread 0 of a two-thread region (as a pair runs it),
+  // alternating so both see the same load. The fastest of each: the rates when nothing else
+  // interferes; the load shows in the region's cost (a median) instead.
+  constexpr int kCalls = 2;
+  auto rates = [&](const auto& fn, double work, double& all, double& one) {
+    double t_all = 1e30, t_one = 1e30;
+    fn();
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      fn();
+      t_all = std::min(t_all, seconds(t0));
+      t0 = Clock::now();
+      run_concurrently(fn, [] {});
+      t_one = std::min(t_one, seconds(t0));
+    }
+    all = work / t_all;
+    one = work / t_one;
+  };
+  const Tensor a = randn({256, 384}), b = randn({384, 384});
+  Tensor out;
+  rates(
+      [&] {
+        for (int i = 0; i < kCalls; ++i) out = matmul(a, b);
+      },
+      2.0 * 256 * 384 * 384 * kCalls, c.gemm_n, c.gemm_1);
+  const Tensor x = randn({1 << 20}), y = randn({1 << 20});
+  rates(
+      [&] {
+        for (int i = 0; i < kCalls; ++i) out = x + y;
+      },
+      3.0 * 4.0 * (1 << 20) * kCalls, c.bw_n, c.bw_1);
+  c.threads = get_num_threads();
+  return c;
+}
+
+const InteropCosts& calibrated_interop_costs() {
+  static std::mutex mutex;
+  static std::map<int, InteropCosts> by_threads;
+  std::lock_guard<std::mutex> lock(mutex);
+  const int threads = get_num_threads();
+  auto it = by_threads.find(threads);
+  if (it == by_threads.end()) it = by_threads.emplace(threads, measure_interop_costs()).first;
+  return it->second;
+}
+
+}  // namespace ath::graph
