@@ -8,6 +8,7 @@
 #include "athanor/core/allocator.h"
 #include "athanor/core/error.h"
 #include "athanor/graph/estimate_memory.h"
+#include "athanor/graph/interop.h"
 #include "athanor/train/trainer.h"
 #include "training_snapshot.h"
 
@@ -113,6 +114,10 @@ const BatchSizeFinder::Trial& BatchSizeFinder::plan_size(Trainer& trainer, Train
   // plan, not buffers of the traced step. The peak measured over the traced step anchors the
   // prediction (it counts what the process holds besides the step: the data, other models).
   step();
+  // The inter-op schedule's cost model is measured once per process (GEMM and add operands of a
+  // few MB, freed at once): measured now, before the peak is reset, it is not counted as the
+  // traced step's.
+  (void)graph::calibrated_interop_costs();
   reset_peak_memory_stats();
   const graph::MemoryPlan plan = graph::estimate_memory_of(step, arguments);
   Trial trial{.batch_size = size,
