@@ -8,6 +8,7 @@
 #include "athanor/ops/conv.h"
 #include "athanor/ops/epilogue.h"
 #include "athanor/ops/linalg.h"
+#include "buffer_uses.h"
 
 namespace ath::graph {
 
@@ -26,17 +27,7 @@ const OpDef* fused_form(const Node& n) {
 }  // namespace
 
 int fuse_epilogues(Graph& g) {
-  // How many nodes read each buffer, and whether anything besides a node reads it.
-  std::vector<int> readers(g.values.size(), 0);
-  std::vector<bool> pinned(g.values.size(), false);  // an output, a gradient, written in place
-  for (const Node& n : g.nodes) {
-    for (ValueId in : n.inputs) ++readers[static_cast<std::size_t>(g.storage_of(in))];
-    for (const auto& w : n.writes) pinned[static_cast<std::size_t>(g.storage_of(w.first))] = true;
-  }
-  for (ValueId o : g.outputs) pinned[static_cast<std::size_t>(g.storage_of(o))] = true;
-  for (const GradBinding& b : g.grads)
-    pinned[static_cast<std::size_t>(g.storage_of(b.grad))] = true;
-
+  const detail::BufferUses uses = detail::buffer_uses(g);
   std::vector<bool> keep(g.nodes.size(), true);
   int fused = 0;
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
@@ -46,8 +37,7 @@ int fuse_epilogues(Graph& g) {
     const Value& v = g.value(pre);
     // The pre-activation must be the producer's own fresh result, read by this relu alone.
     if (v.origin != ValueOrigin::Node || g.storage_of(pre) != pre) continue;
-    if (readers[static_cast<std::size_t>(pre)] != 1 || pinned[static_cast<std::size_t>(pre)])
-      continue;
+    if (!uses.private_to_one_reader(g, pre)) continue;
     Node& producer = g.nodes[static_cast<std::size_t>(v.node)];
     const OpDef* fused_op = fused_form(producer);
     if (fused_op == nullptr || producer.outputs.size() != 1 || producer.attr_source) continue;

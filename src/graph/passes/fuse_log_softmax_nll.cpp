@@ -24,30 +24,11 @@
 #include "athanor/graph/passes.h"
 #include "athanor/ops/losses.h"
 #include "athanor/ops/nn_functional.h"
+#include "buffer_uses.h"
 
 namespace ath::graph {
 
 namespace {
-
-struct Uses {
-  std::vector<std::vector<int32_t>> readers;  // by buffer: the nodes reading it, in order
-  std::vector<bool> pinned;                   // an output, a gradient, written in place
-};
-
-Uses uses_of(const Graph& g) {
-  Uses u{std::vector<std::vector<int32_t>>(g.values.size()),
-         std::vector<bool>(g.values.size(), false)};
-  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-    for (ValueId in : g.nodes[k].inputs)
-      u.readers[static_cast<std::size_t>(g.storage_of(in))].push_back(static_cast<int32_t>(k));
-    for (const auto& w : g.nodes[k].writes)
-      u.pinned[static_cast<std::size_t>(g.storage_of(w.first))] = true;
-  }
-  for (ValueId o : g.outputs) u.pinned[static_cast<std::size_t>(g.storage_of(o))] = true;
-  for (const GradBinding& b : g.grads)
-    u.pinned[static_cast<std::size_t>(g.storage_of(b.grad))] = true;
-  return u;
-}
 
 bool writes_between(const Graph& g, ValueId v, std::size_t from, std::size_t to) {
   for (std::size_t j = from + 1; j < to; ++j)
@@ -59,7 +40,7 @@ bool writes_between(const Graph& g, ValueId v, std::size_t from, std::size_t to)
 }  // namespace
 
 int fuse_log_softmax_nll(Graph& g) {
-  const Uses u = uses_of(g);
+  const detail::BufferUses u = detail::buffer_uses(g);
   std::vector<bool> keep(g.nodes.size(), true);
   int fused = 0;
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {

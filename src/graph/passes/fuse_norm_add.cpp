@@ -14,6 +14,7 @@
 #include "athanor/graph/passes.h"
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
+#include "buffer_uses.h"
 
 namespace ath::graph {
 
@@ -28,22 +29,7 @@ int64_t defined_at(const Graph& g, ValueId v) {
 }  // namespace
 
 int fuse_norm_adds(Graph& g) {
-  std::vector<int> readers(g.values.size(), 0);
-  std::vector<bool> pinned(g.values.size(), false);
-  std::vector<int32_t> reader(g.values.size(), -1);  // the last node reading each buffer
-  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-    for (ValueId in : g.nodes[k].inputs) {
-      const auto s = static_cast<std::size_t>(g.storage_of(in));
-      ++readers[s];
-      reader[s] = static_cast<int32_t>(k);
-    }
-    for (const auto& w : g.nodes[k].writes)
-      pinned[static_cast<std::size_t>(g.storage_of(w.first))] = true;
-  }
-  for (ValueId o : g.outputs) pinned[static_cast<std::size_t>(g.storage_of(o))] = true;
-  for (const GradBinding& b : g.grads)
-    pinned[static_cast<std::size_t>(g.storage_of(b.grad))] = true;
-
+  const detail::BufferUses uses = detail::buffer_uses(g);
   std::vector<bool> keep(g.nodes.size(), true);
   std::vector<ValueId> replace(g.values.size(), kNoValue);
   int fused = 0;
@@ -52,9 +38,8 @@ int fuse_norm_adds(Graph& g) {
     if (norm.op != &op_layer_norm_backward() || norm.outputs.size() != 3 || norm.attr_source)
       continue;
     const ValueId dx = norm.outputs[0];
-    const auto dxs = static_cast<std::size_t>(dx);
-    if (g.storage_of(dx) != dx || readers[dxs] != 1 || pinned[dxs] || reader[dxs] < 0) continue;
-    const auto add_index = static_cast<std::size_t>(reader[dxs]);
+    if (g.storage_of(dx) != dx || !uses.private_to_one_reader(g, dx)) continue;
+    const auto add_index = static_cast<std::size_t>(uses.readers[static_cast<std::size_t>(dx)][0]);
     Node& add = g.nodes[add_index];
     if (add.op != &op_add() || add.write != WriteKind::None || add.inputs.size() != 2) continue;
     if (static_cast<const AlphaAttrs*>(add.attrs.get())->alpha.to_double() != 1.0) continue;

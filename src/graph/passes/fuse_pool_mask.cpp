@@ -17,6 +17,7 @@
 #include "athanor/ops/conv.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/pointwise.h"
+#include "buffer_uses.h"
 
 namespace ath::graph {
 
@@ -39,18 +40,8 @@ const Node* producer(const Graph& g, ValueId v) {
 }  // namespace
 
 int fuse_pool_masks(Graph& g) {
-  std::vector<int> readers(g.values.size(), 0);
-  std::vector<bool> pinned(g.values.size(), false);  // an output, a gradient, written in place
-  for (const Node& n : g.nodes) {
-    for (ValueId in : n.inputs) ++readers[static_cast<std::size_t>(g.storage_of(in))];
-    for (const auto& w : n.writes) pinned[static_cast<std::size_t>(g.storage_of(w.first))] = true;
-  }
-  for (ValueId o : g.outputs) pinned[static_cast<std::size_t>(g.storage_of(o))] = true;
-  for (const GradBinding& b : g.grads)
-    pinned[static_cast<std::size_t>(g.storage_of(b.grad))] = true;
-  auto private_to_one_reader = [&](ValueId v) {
-    return readers[static_cast<std::size_t>(v)] == 1 && !pinned[static_cast<std::size_t>(v)];
-  };
+  const detail::BufferUses uses = detail::buffer_uses(g);
+  auto private_to_one_reader = [&](ValueId v) { return uses.private_to_one_reader(g, v); };
   // Index of the node that made each fresh value, to find the nodes between two nodes.
   auto node_index = [&](const Node* n) { return static_cast<std::size_t>(n - g.nodes.data()); };
 
