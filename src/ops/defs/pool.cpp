@@ -80,6 +80,15 @@ void check_indices(const Tensor& idx, const Shape& want) {
             to_string(idx.shape()), to_string(want));
 }
 
+// max_pool2d_backward's shape rule (grad, indices -> the input plane), and the masked form's.
+OutputSpec max_pool_grad_spec(TensorSpan in, const PoolGradAttrs& a) {
+  check_planes(in[0]);
+  check_indices(in[1], in[0].shape());
+  ATH_CHECK(a.input[0] >= 1 && a.input[1] >= 1, ValueError, "input plane {} must be non-empty",
+            pair_str(a.input));
+  return OutputSpec{{{with_plane(in[0].shape(), a.input), in[0].dtype()}}, in[0].dtype()};
+}
+
 }  // namespace
 
 const Op<MaxPool2dAttrs>& op_max_pool2d() {
@@ -114,14 +123,7 @@ const Op<PoolGradAttrs>& op_max_pool2d_backward() {
       .num_inputs = 2,
       .save_inputs = 0b10,
       .promote_inputs = 0b01,  // indices stay int64
-      .infer =
-          [](TensorSpan in, const PoolGradAttrs& a) {
-            check_planes(in[0]);
-            check_indices(in[1], in[0].shape());
-            ATH_CHECK(a.input[0] >= 1 && a.input[1] >= 1, ValueError,
-                      "input plane {} must be non-empty", pair_str(a.input));
-            return OutputSpec{{{with_plane(in[0].shape(), a.input), in[0].dtype()}}, in[0].dtype()};
-          },
+      .infer = max_pool_grad_spec,
       .backward =
           [](BackwardContext& ctx, const PoolGradAttrs&) {
             Tensor in[2] = {ctx.grad_output(0), ctx.input(1)};
@@ -140,14 +142,10 @@ const Op<PoolGradAttrs>& op_max_pool2d_backward_masked() {
       .promote_inputs = 0b101,  // indices stay int64
       .infer =
           [](TensorSpan in, const PoolGradAttrs& a) {
-            check_planes(in[0]);
-            check_indices(in[1], in[0].shape());
             ATH_CHECK(in[2].shape() == in[0].shape(), ShapeError,
                       "pooled values of shape {} do not match the gradient's shape {}",
                       to_string(in[2].shape()), to_string(in[0].shape()));
-            ATH_CHECK(a.input[0] >= 1 && a.input[1] >= 1, ValueError,
-                      "input plane {} must be non-empty", pair_str(a.input));
-            return OutputSpec{{{with_plane(in[0].shape(), a.input), in[0].dtype()}}, in[0].dtype()};
+            return max_pool_grad_spec(in, a);
           },
       .backward =
           [](BackwardContext& ctx, const PoolGradAttrs&) {
