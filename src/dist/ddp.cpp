@@ -53,6 +53,7 @@ DDPState::DDPState(nn::Module& m, DDPOptions o, Communicator& c)
               "DistributedDataParallel: parameter '{}' is {}; gradients are all-reduced in "
               "float32 or float64 (keep the weights in float32 and use a mixed precision)",
               name, dtype_name(p.dtype()));
+    index_of.emplace(p.impl(), static_cast<int64_t>(params.size()));
     params.push_back({.name = name, .param = p});
     sizes.push_back({.numel = p.numel(), .dtype = p.dtype()});
   }
@@ -157,14 +158,10 @@ void DistributedDataParallel::finish_gradient_sync() { state_->finish(); }
 void DistributedDataParallel::gradients_ready() { state_->all_gradients_ready(); }
 
 void DistributedDataParallel::gradient_ready(const Tensor& parameter) {
-  detail::DDPState& s = *state_;
-  for (std::size_t i = 0; i < s.params.size(); ++i) {
-    if (s.params[i].param.impl() == parameter.impl()) {
-      // Not from a hook: the engine does not run this backward.
-      s.on_gradient(static_cast<int64_t>(i), /*from_engine=*/false);
-      return;
-    }
-  }
+  const auto it = state_->index_of.find(parameter.impl());
+  if (it == state_->index_of.end()) return;  // not one of the wrapped module's parameters
+  // Not from a hook: the engine does not run this backward.
+  state_->on_gradient(it->second, /*from_engine=*/false);
 }
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)

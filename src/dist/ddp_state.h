@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "athanor/dist/ddp.h"
@@ -63,6 +64,8 @@ struct DDPState {
   Communicator& comm;
   bool single = false;  // a world of one process: no copies, no communication
   std::vector<DDPParam> params;
+  // A parameter's index in params, by its tensor (gradient_ready() looks each one up per step).
+  std::unordered_map<const TensorImpl*, int64_t> index_of;
   std::vector<BucketParam> sizes;  // of params, for the bucket assignment
   std::vector<DDPBucket> buckets;
   std::vector<DDPBucketInfo> info;

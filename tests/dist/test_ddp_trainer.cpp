@@ -10,29 +10,12 @@
 #include "athanor/train/ddp_strategy.h"
 #include "athanor/train/trainer.h"
 #include "ddp_test_util.h"
+#include "regression_module.h"
 
 namespace ath::dist::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-class Regression : public train::TrainingModule {
- public:
-  explicit Regression(uint64_t seed) : TrainingModule("Regression"), mlp_(seed) {
-    register_module("mlp", mlp_);
-  }
-  Tensor forward(const Tensor& x) override { return mlp_(x); }
-  Tensor training_step(const data::Batch& batch, int64_t) override {
-    return mse_loss(forward(batch[0]), batch[1]);
-  }
-  train::OptimizerConfig configure_optimizers() override {
-    return {
-        std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9})};
-  }
-
- private:
-  Mlp mlp_;
-};
 
 std::shared_ptr<data::TensorDataset> dataset(int64_t n) {
   manual_seed(7);

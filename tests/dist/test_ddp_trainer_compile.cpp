@@ -9,46 +9,16 @@
 #include <filesystem>
 
 #include "athanor/data/data.h"
-#include "athanor/dist/sync_batch_norm.h"
 #include "athanor/graph/compile.h"
-#include "athanor/nn/batch_norm.h"
 #include "athanor/optim/sgd.h"
 #include "athanor/train/trainer.h"
 #include "ddp_test_util.h"
+#include "regression_module.h"
 
 namespace ath::dist::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-class Regression : public train::TrainingModule {
- public:
-  Regression(uint64_t seed, bool sync_bn) : TrainingModule("Regression"), mlp_(seed) {
-    register_module("mlp", mlp_);
-    if (sync_bn) {
-      register_module("norm",
-                      std::make_shared<nn::BatchNorm1d>(nn::BatchNormOptions{.features = 4}));
-      EXPECT_EQ(convert_sync_batchnorm(*this), 1);
-      sync_bn_ = true;
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = mlp_(x);
-    // The converted layer replaced the BatchNorm1d: the module's last child.
-    return sync_bn_ ? (*children().back())(y) : y;
-  }
-  Tensor training_step(const data::Batch& batch, int64_t) override {
-    return mse_loss(forward(batch[0]), batch[1]);
-  }
-  train::OptimizerConfig configure_optimizers() override {
-    return {
-        std::make_shared<optim::SGD>(parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9})};
-  }
-
- private:
-  Mlp mlp_;
-  bool sync_bn_ = false;
-};
 
 struct Fit {
   std::vector<Tensor> params;
