@@ -59,7 +59,15 @@ dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr);
 // 256^3 SGEMM ran 2-3% slower. `holder` keeps the block alive until the primitive has run.
 dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder);
 
-enum class PrimKind : int64_t { Matmul = 1, ConvFwd, ConvBwdData, ConvBwdWeights };
+enum class PrimKind : int64_t {
+  Matmul = 1,
+  ConvFwd,
+  ConvBwdData,
+  ConvBwdWeights,
+  ConvBlocked,  // inference, blocked layouts (conv_blocked_dnnl.cpp)
+  LayoutReorder,
+  PoolBlocked,
+};
 
 class PrimitiveKey {
  public:

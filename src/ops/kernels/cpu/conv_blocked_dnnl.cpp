@@ -1,0 +1,243 @@
+// oneDNN kernels of the blocked-layout inference ops (conv_blocked.h): forward_inference
+// convolutions on nChw16c / nChw8c activations with weights packed once, the layout reorders,
+// and pooling. Each primitive is built once per geometry and cached (dnnl_utils.h).
+//
+// Memory contract: inputs are only read. Outputs are written once, whole — padding channels of
+// a blocked output included (oneDNN zeroes them) — except conv_blocked with a residual: the
+// residual is copied into the output first (skipped when the memory plan already placed the
+// output over it) and the convolution adds to it (oneDNN's sum post-op).
+#include "conv_blocked_dnnl.h"
+
+#include <cstring>
+
+#include "athanor/ops/conv_blocked.h"
+#include "common/dnnl_utils.h"
+#include "common/register.h"
+
+namespace ath::kernels {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto kF32 = memory::data_type::f32;
+
+memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
+  const tag t = block == 0 ? tag::nchw : block == 16 ? tag::nChw16c : tag::nChw8c;
+  return memory::desc({n, c, h, w}, kF32, t);
+}
+
+int64_t extent(int64_t kernel, int64_t dilation) { return dilation * (kernel - 1) + 1; }
+
+struct ConvEntry : CachedPrimitive {
+  dnnl::convolution_forward prim;
+  dnnl::reorder pack;  // plain oihw weight -> the primitive's weight format
+  memory::desc src, weights, plain_weights, bias, dst, scratchpad;
+};
+
+std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
+  PrimitiveKey key(PrimKind::ConvBlocked);
+  for (int64_t v : a.src_shape) key.add(v);
+  for (int64_t v : a.weight_shape) key.add(v);
+  for (int i = 0; i < 2; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    key.add(a.conv.stride[u]).add(a.conv.pad_l[u]).add(a.conv.pad_r[u]).add(a.conv.dilation[u]);
+  }
+  key.add(a.src_block).add(a.dst_block).add(static_cast<int64_t>(a.with_bias));
+  key.add(static_cast<int64_t>(a.residual)).add(static_cast<int64_t>(a.relu));
+  return cached_primitive<ConvEntry>(key, [&] {
+    const auto& s = a.src_shape;
+    const auto& w = a.weight_shape;
+    const auto [oh, ow] = conv_blocked_output_size(a);
+    auto e = std::make_shared<ConvEntry>();
+    e->src = activation_md(s[0], s[1], s[2], s[3], a.src_block);
+    e->dst = activation_md(s[0], w[0], oh, ow, a.dst_block);
+    e->plain_weights = memory::desc({w[0], w[1], w[2], w[3]}, kF32, tag::oihw);
+    e->bias = memory::desc({w[0]}, kF32, tag::x);
+    const memory::desc any_weights({w[0], w[1], w[2], w[3]}, kF32, tag::any);
+    const ConvAttrs& c = a.conv;
+    const int64_t out[2] = {oh, ow};
+    memory::dims pad_r(2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      // The exact right padding that gives the output size (ONNX's may exceed it by less than
+      // a stride; oneDNN wants it exact).
+      pad_r[i] =
+          (out[i] - 1) * c.stride[i] + extent(w[2 + i], c.dilation[i]) - s[2 + i] - c.pad_l[i];
+    }
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::post_ops ops;
+    if (a.residual) ops.append_sum(1.0f);
+    if (a.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+    const memory::dims strides{c.stride[0], c.stride[1]};
+    const memory::dims dil{c.dilation[0] - 1, c.dilation[1] - 1};
+    const memory::dims pad_l{c.pad_l[0], c.pad_l[1]};
+    try {
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto algo = dnnl::algorithm::convolution_direct;
+      auto desc = a.with_bias
+                      ? dnnl::convolution_forward::desc(prop, algo, e->src, any_weights, e->bias,
+                                                        e->dst, strides, dil, pad_l, pad_r)
+                      : dnnl::convolution_forward::desc(prop, algo, e->src, any_weights, e->dst,
+                                                        strides, dil, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+      e->prim = dnnl::convolution_forward(pd);
+      e->weights = pd.weights_desc();
+      e->scratchpad = pd.scratchpad_desc();
+      e->pack = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), e->plain_weights, cpu_engine(), e->weights));
+    } catch (const dnnl::error& err) {
+      throw_dnnl_error(err, "blocked convolution");
+    }
+    return e;
+  });
+}
+
+void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  auto e = conv_entry(a);
+  const Tensor w = in[0].contiguous();
+  dnnl::stream& s = cpu_stream();
+  memory src = make_memory(e->plain_weights, w.data_ptr());
+  memory dst = make_memory(e->weights, out[0].data_ptr());
+  e->pack.execute(s, src, dst);
+  s.wait();
+}
+
+void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  auto e = conv_entry(a);
+  const Tensor x = in[0].contiguous();
+  Tensor& y = out[0];
+  if (a.residual) {
+    const Tensor r = in.back().contiguous();
+    if (r.data_ptr() != y.data_ptr()) std::memcpy(y.data_ptr(), r.data_ptr(), r.nbytes());
+  }
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},
+      {DNNL_ARG_WEIGHTS, make_memory(e->weights, in[1].data_ptr())},
+      {DNNL_ARG_DST, make_memory(e->dst, y.data_ptr())}};
+  Tensor bias;
+  if (a.with_bias) {
+    bias = in[2].contiguous();
+    args.emplace(DNNL_ARG_BIAS, make_memory(e->bias, bias.data_ptr()));
+  }
+  Tensor scratch;
+  if (e->scratchpad.get_size() > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
+  dnnl::stream& s = cpu_stream();
+  e->prim.execute(s, args);
+  s.wait();
+}
+
+struct ReorderEntry : CachedPrimitive {
+  dnnl::reorder prim;
+  memory::desc src, dst;
+};
+
+// Plain [N, C, H, W] <-> blocked, one direction per entry.
+void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, int64_t block,
+                   bool to_blocked) {
+  PrimitiveKey key(PrimKind::LayoutReorder);
+  key.add(plain).add(block).add(static_cast<int64_t>(to_blocked));
+  auto e = cached_primitive<ReorderEntry>(key, [&] {
+    auto r = std::make_shared<ReorderEntry>();
+    const memory::desc p = activation_md(plain[0], plain[1], plain[2], plain[3], 0);
+    const memory::desc b = activation_md(plain[0], plain[1], plain[2], plain[3], block);
+    r->src = to_blocked ? p : b;
+    r->dst = to_blocked ? b : p;
+    r->prim =
+        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), r->src, cpu_engine(), r->dst));
+    return r;
+  });
+  const Tensor x = in.contiguous();
+  dnnl::stream& s = cpu_stream();
+  memory src = make_memory(e->src, x.data_ptr());
+  memory dst = make_memory(e->dst, out.data_ptr());
+  e->prim.execute(s, src, dst);
+  s.wait();
+}
+
+void to_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs& a) {
+  layout_kernel(in[0], out[0], in[0].shape(), a.block, true);
+}
+
+void from_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs&) {
+  layout_kernel(in[0], out[0], out[0].shape(), in[0].shape()[4], false);
+}
+
+struct PoolEntry : CachedPrimitive {
+  dnnl::pooling_forward prim;
+  memory::desc src, dst, scratchpad;
+};
+
+void pool_blocked_kernel(TensorSpan in, std::span<Tensor> out, const PoolBlockedAttrs& a) {
+  const Shape &xs = in[0].shape(), &ys = out[0].shape();
+  const int64_t block = xs[4], c = xs[1] * block;
+  PrimitiveKey key(PrimKind::PoolBlocked);
+  key.add(xs).add(ys).add(static_cast<int64_t>(a.max));
+  for (std::size_t i = 0; i < 2; ++i)
+    key.add(a.kernel[i]).add(a.stride[i]).add(a.pad_l[i]).add(a.pad_r[i]);
+  auto e = cached_primitive<PoolEntry>(key, [&] {
+    auto p = std::make_shared<PoolEntry>();
+    // The padding channels pool to zero like the others (max of zeros, mean of zeros).
+    p->src = activation_md(xs[0], c, xs[2], xs[3], block);
+    p->dst = activation_md(ys[0], c, ys[2], ys[3], block);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    memory::dims pad_r(2);
+    for (std::size_t i = 0; i < 2; ++i)
+      pad_r[i] = (ys[2 + i] - 1) * a.stride[i] + a.kernel[i] - xs[2 + i] - a.pad_l[i];
+    try {
+      dnnl::pooling_forward::primitive_desc pd(
+          dnnl::pooling_forward::desc(
+              dnnl::prop_kind::forward_inference,
+              a.max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding,
+              p->src, p->dst, {a.stride[0], a.stride[1]}, {a.kernel[0], a.kernel[1]},
+              {a.pad_l[0], a.pad_l[1]}, pad_r),
+          attr, cpu_engine());
+      p->prim = dnnl::pooling_forward(pd);
+      p->scratchpad = pd.scratchpad_desc();
+    } catch (const dnnl::error& err) {
+      throw_dnnl_error(err, "blocked pooling");
+    }
+    return p;
+  });
+  const Tensor x = in[0].contiguous();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},
+                                       {DNNL_ARG_DST, make_memory(e->dst, out[0].data_ptr())}};
+  Tensor scratch;
+  if (e->scratchpad.get_size() > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
+  dnnl::stream& s = cpu_stream();
+  e->prim.execute(s, args);
+  s.wait();
+}
+
+const bool registered = [] {
+  register_cpu<float>(op_conv_pack_weight(), []<class T>() { return &pack_weight_kernel; });
+  register_cpu<float>(op_conv_blocked(), []<class T>() { return &conv_blocked_kernel; });
+  register_cpu<float>(op_to_blocked(), []<class T>() { return &to_blocked_kernel; });
+  register_cpu<float>(op_from_blocked(), []<class T>() { return &from_blocked_kernel; });
+  register_cpu<float>(op_pool_blocked(), []<class T>() { return &pool_blocked_kernel; });
+  return true;
+}();
+
+}  // namespace
+
+std::array<int64_t, 2> conv_blocked_output_size(const ConvBlockedAttrs& a) {
+  std::array<int64_t, 2> out{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const int64_t span = a.src_shape[2 + i] + a.conv.pad_l[i] + a.conv.pad_r[i] -
+                         extent(a.weight_shape[2 + i], a.conv.dilation[i]);
+    ATH_CHECK(span >= 0 && a.conv.stride[i] >= 1, ShapeError,
+              "convolution window larger than the padded input");
+    out[i] = span / a.conv.stride[i] + 1;
+  }
+  return out;
+}
+
+int64_t conv_packed_weight_bytes(const ConvBlockedAttrs& a) {
+  return static_cast<int64_t>(conv_entry(a)->weights.get_size());
+}
+
+}  // namespace ath::kernels
