@@ -147,7 +147,7 @@ std::vector<Tensor> InferenceSession::run(
   if (failure.empty()) {
     graph::Graph& g = compiled->graph;
     state_to_constants(g);
-    if (options_.optimize) run_passes(g, {.disabled = options_.disable_passes});
+    if (options_.optimize) run_passes(g, {.disabled = options_.disable_passes, .inference = true});
     if (options_.arena) {
       compiled->plan = graph::plan_memory(g);
       compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan);

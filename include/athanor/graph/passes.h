@@ -28,6 +28,10 @@
 // | epilogue      | a linear or forward convolution read only by a relu becomes            |
 // |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
 // |               | the output (a post-op), and the pre-activation is never stored         |
+// | blocked_      | inference only (PassOptions::inference): float32 convolutions become     |
+// |   layout      | conv_blocked on oneDNN's channel-blocked layout with weights packed once; |
+// |               | conv -> add -> relu becomes one node (sum + relu post-ops); max and       |
+// |               | global average pools of blocked values stay blocked (ops/conv_blocked.h)  |
 // | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
@@ -68,6 +72,8 @@ int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
 int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);
+// Inference only (PassOptions::inference): see the table above.
+int convert_to_blocked_layout(Graph& g);
 int fuse_pool_masks(Graph& g);
 int fuse_norm_adds(Graph& g);
 int fuse_pointwise(Graph& g);
@@ -98,7 +104,10 @@ void rewrite(Graph& g, const std::vector<bool>& keep, const std::vector<ValueId>
 
 struct PassOptions {
   std::vector<std::string> disabled;  // pass names to skip
-  bool verify = true;                 // run the verifier after each pass
+  // Also run the inference-only passes (blocked_layout): the graph computes no gradients and its
+  // constants are final (an inference session's), so weights may be repacked.
+  bool inference = false;
+  bool verify = true;  // run the verifier after each pass
   // Bytes the memory plan's arena may use; > 0 runs "remat" last (see rematerialize).
   int64_t memory_budget = 0;
   // The inter-op schedule's cost model and window ("interop").

@@ -13,6 +13,7 @@ namespace {
 struct NamedPass {
   std::string name;
   int (*run)(Graph&);
+  bool inference_only = false;
 };
 
 constexpr std::string_view kRemat = "remat";
@@ -27,6 +28,7 @@ const std::vector<NamedPass>& passes() {
       {"cse", eliminate_common_subexpressions},
       {"log_softmax_nll", fuse_log_softmax_nll},
       {"epilogue", fuse_epilogues},
+      {"blocked_layout", convert_to_blocked_layout, true},
       {"pool_mask", fuse_pool_masks},
       {"norm_add", fuse_norm_adds},
       {"fuse", fuse_pointwise},
@@ -72,7 +74,7 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
     if (options.after_each) options.after_each(name, g);
   };
   for (const NamedPass& p : passes()) {
-    if (enabled(p.name)) finish(p.name, p.run(g));
+    if (enabled(p.name) && (options.inference || !p.inference_only)) finish(p.name, p.run(g));
   }
   // Last: it plans memory, so it sees the graph the executor will run.
   if (options.memory_budget > 0 && enabled(kRemat)) {

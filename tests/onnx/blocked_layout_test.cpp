@@ -1,0 +1,127 @@
+// The inference-only blocked_layout pass on a small residual network (a ResNet stage in
+// miniature): every convolution, the residual add and relu, the max pool and the global average
+// pool run on the blocked layout, with one conversion out before the classifier; the result
+// equals the same model run without any pass and the registry ops composed by hand.
+#include <athanor/athanor.h>
+#include <athanor/graph/graph.h>
+#include <athanor/onnx/session.h>
+#include <gtest/gtest.h>
+
+#include "onnx/model_builder.h"
+
+namespace ath::onnx {
+namespace {
+
+using testing::ModelBuilder;
+constexpr int kF = ::onnx::TensorProto::FLOAT;
+
+void conv(ModelBuilder& m, const std::string& x, const std::string& w, const std::string& b,
+          const std::string& y, int64_t stride, int64_t pad) {
+  auto* n = m.node("Conv", {x, w, b}, {y});
+  ModelBuilder::attr(n, "pads", std::vector<int64_t>{pad, pad, pad, pad});
+  ModelBuilder::attr(n, "strides", std::vector<int64_t>{stride, stride});
+}
+
+struct TinyResNet {
+  Tensor w0 = randn({20, 3, 3, 3}) * 0.3, b0 = randn({20}) * 0.1;
+  Tensor w1 = randn({20, 20, 3, 3}) * 0.1, b1 = randn({20}) * 0.1;
+  Tensor w2 = randn({20, 20, 3, 3}) * 0.1, b2 = randn({20}) * 0.1;
+  Tensor wf = randn({5, 20}), bf = randn({5});
+
+  std::string save() const {
+    ModelBuilder m(13);
+    m.input("x", kF, {"N", 3, 15, 15});
+    for (auto [name, t] : {std::pair{"w0", w0},
+                           {"b0", b0},
+                           {"w1", w1},
+                           {"b1", b1},
+                           {"w2", w2},
+                           {"b2", b2},
+                           {"wf", wf},
+                           {"bf", bf}})
+      m.initializer(name, t);
+    conv(m, "x", "w0", "b0", "c0", 1, 1);
+    m.node("Relu", {"c0"}, {"r0"});
+    auto* pool = m.node("MaxPool", {"r0"}, {"p0"});
+    ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{3, 3});
+    ModelBuilder::attr(pool, "strides", std::vector<int64_t>{2, 2});
+    ModelBuilder::attr(pool, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    conv(m, "p0", "w1", "b1", "c1", 1, 1);
+    m.node("Relu", {"c1"}, {"r1"});
+    conv(m, "r1", "w2", "b2", "c2", 1, 1);
+    m.node("Add", {"c2", "p0"}, {"s2"});
+    m.node("Relu", {"s2"}, {"r2"});
+    m.node("GlobalAveragePool", {"r2"}, {"g"});
+    m.node("Flatten", {"g"}, {"f"});
+    auto* gemm = m.node("Gemm", {"f", "wf", "bf"}, {"y"});
+    ModelBuilder::attr(gemm, "transB", int64_t{1});
+    m.output("y", kF);
+    return m.save("tiny_resnet");
+  }
+
+  Tensor reference(const Tensor& x) const {
+    const Tensor p0 = max_pool2d(relu(conv2d(x, w0, b0, {.padding = 1})),
+                                 {.kernel = 3, .stride = 2, .padding = 1});
+    const Tensor r1 = relu(conv2d(p0, w1, b1, {.padding = 1}));
+    const Tensor r2 = relu(conv2d(r1, w2, b2, {.padding = 1}) + p0);
+    return linear(mean(r2, {2, 3}), wf, bf);
+  }
+};
+
+TEST(BlockedLayout, ResidualNetworkRunsBlockedAndMatches) {
+  manual_seed(11);
+  const TinyResNet net;
+  const std::string path = net.save();
+  InferenceSession s(path, {.threads = 2});
+  InferenceSession plain(path, {.optimize = false});
+  for (const int64_t batch : {1, 3}) {
+    const Tensor x = randn({batch, 3, 15, 15});
+    const Tensor want = net.reference(x);
+    for (int run = 0; run < 2; ++run) {  // the traced run, then the replay
+      EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
+    }
+    EXPECT_TRUE(allclose(plain.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
+    const graph::Graph& g = *s.last_graph();
+    EXPECT_EQ(g.count("conv_blocked"), 3) << g.to_text();
+    EXPECT_EQ(g.count("pool_blocked"), 2) << g.to_text();  // the max pool, the global average
+    EXPECT_EQ(g.count("add") + g.count("relu") + g.count("convolution"), 0) << g.to_text();
+    EXPECT_EQ(g.count("to_blocked"), 0) << g.to_text();  // the image's 3 channels are read plain
+    EXPECT_EQ(g.count("from_blocked"), 1) << g.to_text();
+  }
+}
+
+TEST(BlockedLayout, OffByNameKeepsThePlainOps) {
+  manual_seed(12);
+  const TinyResNet net;
+  InferenceSession s(net.save(), {.disable_passes = {"blocked_layout"}});
+  const Tensor x = randn({2, 3, 15, 15});
+  EXPECT_TRUE(allclose(s.run({{"x", x}})[0], net.reference(x), {.rtol = 1e-4, .atol = 1e-4}));
+  EXPECT_EQ(s.last_graph()->count("conv_blocked"), 0);
+  EXPECT_EQ(s.last_graph()->count("convolution_relu"), 2);
+}
+
+// A convolution result read by two consumers that cannot run blocked (a Sigmoid and the graph
+// output) is converted back once and shared.
+TEST(BlockedLayout, PlainReadersShareOneConversion) {
+  manual_seed(13);
+  ModelBuilder m(13);
+  m.input("x", kF, {1, 16, 6, 6});
+  const Tensor w = randn({16, 16, 3, 3}) * 0.1, b = randn({16});
+  m.initializer("w", w);
+  m.initializer("b", b);
+  conv(m, "x", "w", "b", "c", 1, 1);
+  m.node("Sigmoid", {"c"}, {"s"});
+  m.output("c", kF);
+  m.output("s", kF);
+  InferenceSession s(m.save("two_readers"));
+  const Tensor x = randn({1, 16, 6, 6});
+  const Tensor c = conv2d(x, w, b, {.padding = 1});
+  std::vector<Tensor> y = s.run({{"x", x}});
+  EXPECT_TRUE(allclose(y[0], c, {.rtol = 1e-4, .atol = 1e-4}));
+  EXPECT_TRUE(allclose(y[1], sigmoid(c), {.rtol = 1e-4, .atol = 1e-4}));
+  EXPECT_EQ(s.last_graph()->count("from_blocked"), 1) << s.last_graph()->to_text();
+  EXPECT_EQ(s.last_graph()->count("to_blocked"), 1) << s.last_graph()->to_text();
+}
+
+}  // namespace
+}  // namespace ath::onnx
