@@ -62,6 +62,12 @@ class ModelBuilder {
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(v);
   }
+  static void attr(::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
   static void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
     auto* a = n->add_attribute();
     a->set_name(name);

@@ -25,6 +25,8 @@
 // | log_softmax_  | log_softmax -> nll_loss (and their backward ops) become cross_entropy  |
 // |   nll         | and cross_entropy_backward: the log-probabilities are never stored.    |
 // |               | Not bit-identical (within a few ulp): off by name where bits must match |
+// | bn_fold       | inference only: an eval-mode batch_norm after a convolution or linear    |
+// |               | with constant weights is folded into their weight and bias              |
 // | epilogue      | a linear or forward convolution read only by a relu becomes            |
 // |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
 // |               | the output (a post-op), and the pre-activation is never stored         |
@@ -73,6 +75,7 @@ int eliminate_common_subexpressions(Graph& g);
 int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);
 // Inference only (PassOptions::inference): see the table above.
+int fold_batch_norms(Graph& g);
 int convert_to_blocked_layout(Graph& g);
 int fuse_pool_masks(Graph& g);
 int fuse_norm_adds(Graph& g);

@@ -27,6 +27,7 @@ const std::vector<NamedPass>& passes() {
       {"simplify", simplify},
       {"cse", eliminate_common_subexpressions},
       {"log_softmax_nll", fuse_log_softmax_nll},
+      {"bn_fold", fold_batch_norms, true},
       {"epilogue", fuse_epilogues},
       {"blocked_layout", convert_to_blocked_layout, true},
       {"pool_mask", fuse_pool_masks},
