@@ -6,6 +6,7 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/graph/executor.h"
+#include "athanor/graph/interop.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/passes.h"
 #include "athanor/graph/tracer.h"
@@ -147,12 +148,21 @@ std::vector<Tensor> InferenceSession::run(
   if (failure.empty()) {
     graph::Graph& g = compiled->graph;
     state_to_constants(g);
-    if (options_.optimize) run_passes(g, {.disabled = options_.disable_passes, .inference = true});
+    std::vector<int32_t> pairs;
+    if (options_.optimize) {
+      graph::PassOptions passes{.disabled = options_.disable_passes, .inference = true};
+      if (options_.inter_op) {
+        passes.interop.costs = graph::calibrated_interop_costs();
+      } else {
+        passes.disabled.emplace_back("interop");
+      }
+      pairs = run_passes(g, passes).interop.paired_first();
+    }
     if (options_.arena) {
-      compiled->plan = graph::plan_memory(g);
-      compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan);
+      compiled->plan = graph::plan_memory(g, pairs);
+      compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan, pairs);
     } else {
-      compiled->executor = std::make_unique<graph::Executor>(g);
+      compiled->executor = std::make_unique<graph::Executor>(g, pairs);
     }
     for (graph::ValueId v : g.outputs) {
       const graph::ValueId storage = g.storage_of(v);

@@ -123,5 +123,19 @@ TEST(BlockedLayout, PlainReadersShareOneConversion) {
   EXPECT_EQ(s.last_graph()->count("to_blocked"), 1) << s.last_graph()->to_text();
 }
 
+// Independent branches (the two stems of the residual block read the pooled value) may run at
+// the same time under inter_op; whatever the cost model picks, the result is the same (to
+// rounding: a primitive built for one thread may block its sums differently).
+TEST(BlockedLayout, InterOpScheduleGivesTheSameResult) {
+  manual_seed(14);
+  const TinyResNet net;
+  const std::string path = net.save();
+  InferenceSession sequential(path), parallel(path, {.threads = 2, .inter_op = true});
+  const Tensor x = randn({2, 3, 15, 15});
+  const Tensor want = sequential.run({{"x", x}})[0];
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(allclose(parallel.run({{"x", x}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+}
+
 }  // namespace
 }  // namespace ath::onnx

@@ -45,6 +45,10 @@ struct SessionOptions {
   bool optimize = true;                     // false: record and replay without passes
   std::vector<std::string> disable_passes;  // graph::pass_names() to skip
   bool arena = true;                        // replays use one memory-plan arena per key
+  // Run independent nodes at the same time, one thread each, where the compiler's cost model
+  // (calibrated on this machine once per process) predicts a gain (graph/interop.h). Off: nodes
+  // run one after another, each with all `threads` (ONNX Runtime's "sequential").
+  bool inter_op = false;
 };
 
 // A declared input or output: dims are -1 where symbolic or unknown (dim_names says which name).
