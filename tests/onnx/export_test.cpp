@@ -20,8 +20,10 @@
 #include "athanor/nn/linear.h"
 #include "athanor/nn/normalization.h"
 #include "athanor/nn/pooling.h"
+#include "athanor/nn/rnn.h"
 #include "athanor/onnx/session.h"
 #include "athanor/ops/ops.h"
+#include "athanor/ops/rnn_cells.h"
 #include "athanor/tensor/grad_mode.h"
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
@@ -141,6 +143,41 @@ TEST(OnnxExport, W3LstmIsOneLstmNode) {
   for (const char* n : {"emb.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0",
                         "lstm.bias_hh_l0", "head.weight", "head.bias"})
     EXPECT_TRUE(has(inits, n)) << n;
+}
+
+TEST(OnnxExport, BidirectionalTwoLayerLstmWithoutBias) {
+  manual_seed(6);
+  nn::LSTM lstm({.input_size = 5,
+                 .hidden_size = 7,
+                 .num_layers = 2,
+                 .bias = false,
+                 .batch_first = true,
+                 .bidirectional = true});
+  const std::string path = roundtrip(lstm, randn({3, 4, 5}), randn({2, 4, 5}), "bilstm");
+  EXPECT_EQ(op_counts(read_model(path)).at("LSTM"), 4);  // 2 layers x 2 directions
+}
+
+// lstm_sequence on a projection the exporter does not recognize (and a non-zero initial state,
+// time-major, reversed): the LSTM node takes xg with an identity input weight.
+TEST(OnnxExport, LstmSequenceOnAnyProjection) {
+  manual_seed(7);
+  const int64_t h = 6;
+  const Tensor w_hh = randn({4 * h, h}) * 0.3;
+  const auto fn = [&](const std::vector<Tensor>& in) {
+    LstmSequenceResult r =
+        lstm_sequence(tanh(in[0]), w_hh, in[1], in[2], {.reverse = true, .batch_first = false});
+    return std::vector<Tensor>{r.output, r.h, r.c};
+  };
+  const std::vector<Tensor> ex{randn({5, 3, 4 * h}), randn({3, h}), randn({3, h})};
+  const std::string path = temp_model("lstm_any");
+  export_function(fn, ex, {{"w_hh", w_hh}}, path, {.dynamic_batch = false});
+  check_with_libonnx(path);
+  InferenceSession s(path);
+  const std::vector<Tensor> got =
+      s.run({{"input_0", ex[0]}, {"input_1", ex[1]}, {"input_2", ex[2]}});
+  const std::vector<Tensor> want = fn(ex);
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) expect_close(got[i], want[i], 1e-5, fmt::format("output {}", i));
 }
 
 TEST(OnnxExport, W4TransformerMatchesEagerAtAnotherBatch) {
