@@ -11,13 +11,14 @@
 //   #include <sstream>
 //   #include "athanor/models/fashion.h"
 //   #include "athanor/train/checkpoint.h"
-//   train::CheckpointFile ckpt;                      // a checkpoint of the built-in model
+//   train::CheckpointFile ckpt{.meta = nlohmann::json::object()};   // of the built-in model
 //   ckpt.add_section("state_dict.net", models::fashion_cnn()->state_dict());
 //   train::save_checkpoint("cnn.ckpt", ckpt);
-//   cli::ExportArgs args{.ckpt_path = "cnn.ckpt", .output = "cnn.onnx", .input_shape =
-//   "2,1,28,28"}; std::ostringstream out; cli::ExportReport r = cli::export_checkpoint(args, out);
-//   // builds, loads, exports, checks assert(r.verified && out.str().find("max abs diff") !=
-//   std::string::npos);
+//   cli::ExportArgs args{.ckpt_path = "cnn.ckpt", .output = "cnn.onnx"};
+//   args.input_shape = "2,1,28,28";                  // no data needed for the example input
+//   std::ostringstream out;
+//   cli::ExportReport r = cli::export_checkpoint(args, out);   // build, load, export, check
+//   assert(r.verified && out.str().find("max abs diff") != std::string::npos);
 //
 // Errors are ath::Errors naming the file or key (a missing checkpoint, a checkpoint of another
 // model): `athanor export` exits 2 for them, 1 when the exported model does not verify.
