@@ -5,7 +5,8 @@
 // outputs as .npy files, which the Python side runs through ONNX Runtime.
 //
 //   build/bench/export_models OUT_DIR
-//   -> OUT_DIR/W2.onnx, W2_b64_input.npy, W2_b64_output.npy, W2_b3_input.npy, ... (W3, W4)
+//   -> OUT_DIR/W2.onnx, W2_b64_input.npy, W2_b64_output.npy, W2_b3_input.npy, ... (W3, W4, and
+//      two smaller models covering other layers, x_bilstm and x_bn_cnn)
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -14,6 +15,14 @@
 #include "athanor/models/char_lstm.h"
 #include "athanor/models/char_transformer.h"
 #include "athanor/models/fashion.h"
+#include "athanor/nn/activation.h"
+#include "athanor/nn/batch_norm.h"
+#include "athanor/nn/conv.h"
+#include "athanor/nn/flatten.h"
+#include "athanor/nn/linear.h"
+#include "athanor/nn/pooling.h"
+#include "athanor/nn/rnn.h"
+#include "athanor/nn/sequential.h"
 #include "athanor/onnx/export.h"
 
 using namespace ath;
@@ -61,6 +70,38 @@ void run(const std::string& dir, const std::string& name, nn::Module& model,
   }
 }
 
+// Beyond the workloads (rows x_*): a 2-layer bidirectional LSTM without bias (the reverse
+// direction, the second layer reading both directions) and a CNN with batch norm (running
+// statistics), average and adaptive pooling, tanh-GELU and softmax.
+struct BiLstm : nn::Module {
+  nn::LSTM lstm{{.input_size = 16,
+                 .hidden_size = 32,
+                 .num_layers = 2,
+                 .bias = false,
+                 .batch_first = true,
+                 .bidirectional = true}};
+  BiLstm() : Module("BiLstm") { register_module("lstm", lstm); }
+  Tensor forward(const Tensor& x) override { return lstm(x); }
+};
+
+std::shared_ptr<nn::Sequential> bn_cnn() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->emplace_back<nn::Conv2d>(nn::Conv2dOptions{.in = 3, .out = 16, .kernel = 3, .padding = 1});
+  auto& bn = m->emplace_back<nn::BatchNorm2d>(nn::BatchNormOptions{.features = 16});
+  {
+    NoGradGuard no_grad;
+    bn.running_mean.copy_(randn({16}) * 0.1);
+    bn.running_var.copy_(rand({16}) + 0.5);
+  }
+  m->emplace_back<nn::GELU>(nn::GELUOptions{.approximate = GeluApprox::Tanh});
+  m->emplace_back<nn::AvgPool2d>(nn::AvgPool2dOptions{.kernel = 2});
+  m->emplace_back<nn::AdaptiveAvgPool2d>(nn::AdaptiveAvgPool2dOptions{.output_size = 2});
+  m->emplace_back<nn::Flatten>();
+  m->emplace_back<nn::Linear>(nn::LinearOptions{.in = 64, .out = 10});
+  m->emplace_back<nn::Softmax>(nn::SoftmaxOptions{.dim = 1});
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,6 +120,12 @@ int main(int argc, char** argv) {
     manual_seed(0);
     models::CharTransformer transformer;
     run(dir, "W4", transformer, {randint(0, 256, {16, 128}), randint(0, 256, {3, 128})});
+    manual_seed(0);
+    BiLstm bilstm;
+    run(dir, "x_bilstm", bilstm, {randn({8, 20, 16}), randn({3, 20, 16})});
+    manual_seed(0);
+    auto cnn_bn = bn_cnn();
+    run(dir, "x_bn_cnn", *cnn_bn, {randn({8, 3, 16, 16}), randn({3, 3, 16, 16})});
   } catch (const Error& e) {
     std::fprintf(stderr, "export_models: %s\n", e.what());
     return 1;
