@@ -10,6 +10,7 @@
 
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
+#include "athanor/cli/export.h"
 #include "athanor/cli/inspect.h"
 #include "athanor/cli/launch.h"
 #include "athanor/cli/run.h"
@@ -90,6 +91,7 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
                                          "Show the tensors and metadata of a safetensors file or "
                                          "checkpoint");
   inspect->add_option("file", inspect_path, "The file")->required();
+  ExportCommand export_command(app);
 
   try {
     app.parse(argc, argv);
@@ -105,6 +107,7 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
   }
 
   if (inspect->parsed()) return inspect_file(inspect_path, out, err);
+  if (export_command.parsed()) return export_command.run(out, err);
   for (ConfigCommand& c : config_commands) {
     if (!c.app->parsed()) continue;
     nlohmann::json config;

@@ -3,6 +3,7 @@
 //   // $ athanor fit|validate|test|predict [--config FILE]... [--print_config[=comments]]
 //   //                                     [--section.key=value | --section.key value]...
 //   // $ athanor inspect FILE
+//   // $ athanor export --ckpt_path FILE --output FILE [...]      (athanor/cli/export.h)
 //   // $ athanor --version | --help
 //   #include <sstream>
 //   std::ostringstream out, err;
