@@ -25,6 +25,27 @@ std::string TensorInfo::type_string() const {
   return fmt::format("{}[{}]", type, fmt::join(parts, ","));
 }
 
+namespace {
+
+// The session's thread count while it runs, the caller's again after: two sessions with their
+// own counts can take turns on one thread.
+class SessionThreads {
+ public:
+  explicit SessionThreads(int threads) : saved_(get_num_threads()) {
+    if (threads > 0 && threads != saved_) set_num_threads(threads);
+  }
+  ~SessionThreads() {
+    if (get_num_threads() != saved_) set_num_threads(saved_);
+  }
+  SessionThreads(const SessionThreads&) = delete;
+  SessionThreads& operator=(const SessionThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
 struct InferenceSession::Compiled {
   graph::Graph graph;
   graph::MemoryPlan plan;
@@ -58,7 +79,8 @@ void state_to_constants(graph::Graph& g) {
 
 InferenceSession::InferenceSession(const std::string& path, SessionOptions options)
     : model_(detail::load_model(path)), options_(std::move(options)) {
-  if (options_.threads > 0) set_num_threads(options_.threads);
+  ATH_CHECK(options_.threads >= 0, ValueError, "{}: SessionOptions::threads must be >= 0, got {}",
+            path, options_.threads);
 }
 
 InferenceSession::~InferenceSession() = default;
@@ -101,6 +123,7 @@ std::vector<Tensor> InferenceSession::run(
               declared[i].name, declared[i].type_string());
   }
   ++stats_.runs;
+  const SessionThreads threads(options_.threads);
   // 2. The cache key: every input's dtype and shape, and the values of value-keyed inputs.
   std::string key;
   std::vector<Tensor> args;

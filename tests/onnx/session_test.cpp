@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "athanor/core/parallel.h"
 #include "athanor/graph/graph.h"
 #include "athanor/ops/ops.h"
 #include "onnx/model_builder.h"
@@ -30,7 +31,8 @@ TEST(OnnxSession, MlpMatchesRegistryOpsAndReplays) {
   auto* gemm = m.node("Gemm", {"h2", "w2", "b2"}, {"y"});
   ModelBuilder::attr(gemm, "transB", int64_t{1});
   m.output("y", kF);
-  InferenceSession s(m.save("mlp"), {.threads = 2});
+  const int caller_threads = get_num_threads();
+  InferenceSession s(m.save("mlp"), {.threads = caller_threads == 1 ? 2 : 1});
   ASSERT_EQ(s.inputs().size(), 1u);
   EXPECT_EQ(s.inputs()[0].type_string(), "float32[N,4]");
 
@@ -41,6 +43,7 @@ TEST(OnnxSession, MlpMatchesRegistryOpsAndReplays) {
       const std::vector<Tensor> y = s.run({{"x", x}});
       ASSERT_EQ(y.size(), 1u);
       EXPECT_TRUE(allclose(y[0], want, {.rtol = 1e-5, .atol = 1e-5}));
+      EXPECT_EQ(get_num_threads(), caller_threads) << "the session's count outlived run()";
     }
   }
   // Batch 2 and batch 5 each traced once; the other four runs replayed.
