@@ -1,7 +1,7 @@
-// The blocked-layout inference ops (conv_blocked.h) against the plain ops they replace, computed
-// in float64: convolutions with and without bias, residual and relu, input and output channel
+// The layout inference ops (conv_blocked.h) against the plain ops they replace, computed in
+// float64: convolutions with and without bias, residual and relu, input and output channel
 // counts that are and are not multiples of the block (the padding channels must stay zero),
-// plain and blocked inputs, strides, padding and dilation; pooling; the layout round trip.
+// plain, NHWC and blocked inputs, strides, padding and dilation; pooling; the layout round trip.
 #include <athanor/athanor.h>
 #include <athanor/core/cpu_isa.h>
 #include <athanor/ops/conv_blocked.h>
@@ -10,10 +10,14 @@
 namespace ath {
 namespace {
 
-std::vector<int64_t> blocks_here() {
-  if (cpu_isa() >= CpuIsa::Avx512) return {8, 16};
-  return {8};
+using L = ActivationLayout;
+
+std::vector<ActivationLayout> layouts_here() {
+  if (cpu_isa() >= CpuIsa::Avx512) return {L::Nhwc, L::Blocked8, L::Blocked16};
+  return {L::Nhwc, L::Blocked8};  // oneDNN's AVX2 kernels have no nChw16c form
 }
+
+bool is_blocked(ActivationLayout l) { return l == L::Blocked8 || l == L::Blocked16; }
 
 Tensor f64(const Tensor& t) { return t.to(kFloat64); }
 
@@ -25,6 +29,7 @@ void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-4) {
 
 // The padding channels of a blocked tensor [N, Cb, H, W, b] past `channels`.
 void expect_zero_padding(const Tensor& blocked, int64_t channels) {
+  if (blocked.dim() != 5) return;  // NHWC: no padding
   const int64_t b = blocked.shape()[4], used = channels % b;
   if (used == 0) return;
   Tensor last = blocked.select(1, blocked.shape()[1] - 1).narrow(3, used, b - used);
@@ -41,13 +46,13 @@ TEST(ConvBlocked, MatchesConv2dInEveryLayoutAndEpilogue) {
                         {1, 8, 10, 10, 40, 3, 1, 2, 2}, {1, 1, 28, 28, 32, 3, 1, 1, 1},
                         {3, 64, 7, 7, 128, 7, 2, 3, 1}};
   manual_seed(3);
-  for (const int64_t blk : blocks_here()) {
+  for (const ActivationLayout layout : layouts_here()) {
     for (const Case& k : cases) {
       for (int variant = 0; variant < 4; ++variant) {
         const bool bias = variant != 1, residual = variant >= 2, relu = variant != 0;
-        const bool plain_src = k.c < 4 || variant == 3;
-        SCOPED_TRACE(
-            fmt::format("block {} case c={} o={} k={} variant {}", blk, k.c, k.o, k.k, variant));
+        const bool plain_src = is_blocked(layout) && (k.c < 4 || variant == 3);
+        SCOPED_TRACE(fmt::format("layout {} case c={} o={} k={} variant {}",
+                                 static_cast<int64_t>(layout), k.c, k.o, k.k, variant));
         Tensor x = randn({k.n, k.c, k.h, k.w}), w = randn({k.o, k.c, k.k, k.k}), b = randn({k.o});
         ConvBlockedAttrs a{.conv = {.stride = {k.stride, k.stride},
                                     .pad_l = {k.pad, k.pad},
@@ -55,8 +60,8 @@ TEST(ConvBlocked, MatchesConv2dInEveryLayoutAndEpilogue) {
                                     .dilation = {k.dilation, k.dilation}},
                            .src_shape = {k.n, k.c, k.h, k.w},
                            .weight_shape = {k.o, k.c, k.k, k.k},
-                           .src_block = plain_src ? 0 : blk,
-                           .dst_block = blk,
+                           .src_layout = plain_src ? L::Nchw : layout,
+                           .dst_layout = layout,
                            .with_bias = bias,
                            .residual = residual,
                            .relu = relu};
@@ -66,12 +71,12 @@ TEST(ConvBlocked, MatchesConv2dInEveryLayoutAndEpilogue) {
         if (residual) want = want + f64(r);
         if (relu) want = ath::relu(want);
         Tensor packed = conv_pack_weight(w, a);
-        Tensor xin = plain_src ? x : to_blocked(x, blk);
-        Tensor yb =
+        Tensor xin = plain_src ? x : to_blocked(x, layout);
+        Tensor y =
             conv_blocked(xin, packed, bias ? std::optional<Tensor>(b) : std::nullopt,
-                         residual ? std::optional<Tensor>(to_blocked(r, blk)) : std::nullopt, a);
-        expect_zero_padding(yb, k.o);
-        expect_close(from_blocked(yb, k.o), want);
+                         residual ? std::optional<Tensor>(to_blocked(r, layout)) : std::nullopt, a);
+        expect_zero_padding(y, k.o);
+        expect_close(from_blocked(y, layout, k.o), want);
       }
     }
   }
@@ -82,43 +87,49 @@ TEST(ConvBlocked, PlainOutputMatchesToo) {
   ConvBlockedAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}},
                      .src_shape = {2, 16, 9, 9},
                      .weight_shape = {5, 16, 3, 3},
-                     .src_block = 8,
-                     .dst_block = 0};
-  Tensor y = conv_blocked(to_blocked(x, 8), conv_pack_weight(w, a), std::nullopt, std::nullopt, a);
+                     .src_layout = L::Nhwc,
+                     .dst_layout = L::Nchw};
+  Tensor y =
+      conv_blocked(to_blocked(x, L::Nhwc), conv_pack_weight(w, a), std::nullopt, std::nullopt, a);
   expect_close(y, conv2d(f64(x), f64(w), std::nullopt, {.padding = 1}));
 }
 
 TEST(ConvBlocked, LayoutRoundTripKeepsValuesAndZeroPads) {
-  for (const int64_t blk : blocks_here()) {
-    Tensor x = randn({2, 21, 5, 3});
-    Tensor xb = to_blocked(x, blk);
-    EXPECT_EQ(xb.shape(), Shape({2, (21 + blk - 1) / blk, 5, 3, blk}));
-    expect_zero_padding(xb, 21);
-    EXPECT_TRUE(equal(from_blocked(xb, 21), x));
-    // Element [n, c / b, h, w, c % b] is channel c.
-    EXPECT_EQ(
-        xb.contiguous()
-            .data<float>()[(((1 * xb.shape()[1] + 20 / blk) * 5 + 4) * 3 + 2) * blk + 20 % blk],
-        x.data<float>()[((1 * 21 + 20) * 5 + 4) * 3 + 2]);
+  Tensor x = randn({2, 21, 5, 3});
+  for (const ActivationLayout l : layouts_here()) {
+    Tensor xl = to_blocked(x, l);
+    EXPECT_EQ(xl.shape(), layout_shape({2, 21, 5, 3}, l));
+    expect_zero_padding(xl, 21);
+    EXPECT_TRUE(equal(from_blocked(xl, l, 21), x));
   }
+  // Where channel c of pixel (h, w) lives: [n, h, w, c] and [n, c / b, h, w, c % b].
+  EXPECT_TRUE(equal(to_blocked(x, L::Nhwc), x.permute({0, 2, 3, 1}).contiguous()));
+  const Tensor b8 = to_blocked(x, L::Blocked8).contiguous();
+  EXPECT_EQ(b8.data<float>()[(((1 * 3 + 20 / 8) * 5 + 4) * 3 + 2) * 8 + 20 % 8],
+            x.data<float>()[((1 * 21 + 20) * 5 + 4) * 3 + 2]);
 }
 
 TEST(ConvBlocked, PoolingMatchesMaxAndAveragePooling) {
-  for (const int64_t blk : blocks_here()) {
-    Tensor x = randn({2, 20, 13, 12});
-    Tensor xb = to_blocked(x, blk);
-    Tensor m = pool_blocked(
-        xb, {.kernel = {3, 3}, .stride = {2, 2}, .pad_l = {1, 1}, .pad_r = {1, 1}, .max = true});
+  Tensor x = randn({2, 20, 13, 12});
+  for (const ActivationLayout l : layouts_here()) {
+    Tensor xl = to_blocked(x, l);
+    Tensor m = pool_blocked(xl, {.layout = l,
+                                 .kernel = {3, 3},
+                                 .stride = {2, 2},
+                                 .pad_l = {1, 1},
+                                 .pad_r = {1, 1},
+                                 .max = true});
     expect_zero_padding(m, 20);
     EXPECT_TRUE(
-        equal(from_blocked(m, 20), max_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1})));
-    Tensor g = pool_blocked(xb, {.kernel = {13, 12}, .stride = {1, 1}, .max = false});
-    expect_close(from_blocked(g, 20), mean(x, {2, 3}, true), 1e-6);
+        equal(from_blocked(m, l, 20), max_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1})));
+    Tensor g = pool_blocked(xl, {.layout = l, .kernel = {13, 12}, .stride = {1, 1}, .max = false});
+    expect_close(from_blocked(g, l, 20), mean(x, {2, 3}, true), 1e-6);
   }
 }
 
 TEST(ConvBlocked, BadInputsAreClearErrors) {
-  ConvBlockedAttrs a{.src_shape = {1, 8, 4, 4}, .weight_shape = {8, 8, 3, 3}, .dst_block = 8};
+  ConvBlockedAttrs a{
+      .src_shape = {1, 8, 4, 4}, .weight_shape = {8, 8, 3, 3}, .dst_layout = L::Blocked8};
   EXPECT_THROW(conv_pack_weight(randn({8, 4, 3, 3}), a), ShapeError);
   Tensor packed = conv_pack_weight(randn({8, 8, 3, 3}), a);
   EXPECT_THROW(conv_blocked(randn({1, 8, 5, 4}), packed, std::nullopt, std::nullopt, a),
@@ -127,9 +138,10 @@ TEST(ConvBlocked, BadInputsAreClearErrors) {
   other.weight_shape = {16, 8, 3, 3};
   EXPECT_THROW(conv_blocked(randn({1, 8, 4, 4}), packed, std::nullopt, std::nullopt, other),
                ShapeError);
-  EXPECT_THROW(to_blocked(randn({1, 8, 4, 4}), 4), ValueError);
-  EXPECT_THROW(from_blocked(randn({1, 1, 4, 4, 8}), 9), ShapeError);
-  EXPECT_THROW(to_blocked(randn({1, 8, 4, 4}).to(kFloat64), 8), DTypeError);
+  EXPECT_THROW(to_blocked(randn({1, 8, 4, 4}), static_cast<ActivationLayout>(4)), ValueError);
+  EXPECT_THROW(from_blocked(randn({1, 1, 4, 4, 8}), L::Blocked8, 9), ShapeError);
+  EXPECT_THROW(from_blocked(randn({1, 4, 4, 8}), L::Nhwc, 9), ShapeError);
+  EXPECT_THROW(to_blocked(randn({1, 8, 4, 4}).to(kFloat64), L::Nhwc), DTypeError);
 }
 
 }  // namespace

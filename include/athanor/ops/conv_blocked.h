@@ -1,24 +1,29 @@
-// Inference convolutions on oneDNN's channel-blocked layout: what the inference runtime's
-// "blocked_layout" pass (graph/passes.h) rewrites a chain of float32 convolutions into, so that
-// activations stay in the layout oneDNN's direct kernels read and write (nChw16c on AVX-512
-// hosts, nChw8c on AVX2) from one convolution to the next, and weights are reordered once, when
-// the graph is built, instead of at every call.
+// Inference convolutions on the activation layouts oneDNN's fastest kernels read and write:
+// what the inference runtime's "blocked_layout" pass (graph/passes.h) rewrites a chain of float32
+// convolutions into, so that activations stay in that layout from one convolution to the next,
+// and weights are reordered into oneDNN's format once, when the graph is built, instead of at
+// every call.
 //
 //   #include "athanor/ops/conv_blocked.h"
-//   Tensor x = randn({1, 32, 14, 14}), w = randn({64, 32, 3, 3}), b = randn({64}), r = ...;
-//   const int64_t blk = conv_channel_block();                          // 16 or 8
+//   Tensor x = randn({1, 32, 14, 14}), w = randn({64, 32, 3, 3}), b = randn({64});
+//   const ActivationLayout l = inference_activation_layout();          // NHWC on AVX-512
 //   ConvBlockedAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}}, .src_shape = {1, 32, 14, 14},
-//                      .weight_shape = {64, 32, 3, 3}, .src_block = blk, .dst_block = blk,
-//                      .relu = true};
-//   Tensor packed = conv_pack_weight(w, a);                            // once
-//   Tensor xb = to_blocked(x, blk);                                    // [1, 2, 14, 14, 16]
-//   Tensor yb = conv_blocked(xb, packed, b, std::nullopt, a);         // [1, 4, 14, 14, 16]
-//   assert(allclose(from_blocked(yb, 64), relu(conv2d(x, w, b, {.padding = 1}))));
+//                      .weight_shape = {64, 32, 3, 3}, .src_layout = l, .dst_layout = l,
+//                      .with_bias = true, .relu = true};
+//   Tensor packed = conv_pack_weight(w, a);                             // once
+//   Tensor yl = conv_blocked(to_blocked(x, l), packed, b, std::nullopt, a);
+//   assert(allclose(from_blocked(yl, l, 64), relu(conv2d(x, w, b, {.padding = 1}))));
 //
-// A blocked tensor is an ordinary float32 tensor of shape [N, ceil(C / b), H, W, b]: channel c
-// of pixel (h, w) is element [n, c / b, h, w, c % b]. Channels past C (the last block's padding)
-// hold zeros; every op here keeps them zero, so pointwise ops and reductions over H and W may
-// run on a blocked tensor as on any other (relu(0) = 0, 0 + 0 = 0, mean(0) = 0).
+// The layouts, as ordinary float32 tensors:
+// - Nchw: [N, C, H, W], athanor's own.
+// - Nhwc: [N, H, W, C] (channels last): oneDNN 2.6's brgemm convolutions on AVX-512 (10-45%
+//   faster than its blocked direct kernels at ResNet-18's shapes, most at 7x7 and 14x14), and its
+//   AVX2 direct kernels.
+// - Blocked8 / Blocked16 (nChw8c / nChw16c): [N, ceil(C / b), H, W, b]; channel c of pixel (h, w)
+//   is element [n, c / b, h, w, c % b]. Channels past C (the last block's padding) hold zeros,
+//   and every op here keeps them zero. A Nchw input with few channels (an image's 1 or 3) may be
+//   read directly by a blocked convolution (oneDNN's first-layer kernels).
+// Which one a host uses: inference_activation_layout() (measured: bench/inference).
 //
 // None of these ops is differentiable: they exist for inference, after training.
 #pragma once
@@ -31,29 +36,35 @@
 
 namespace ath {
 
-// The channel block oneDNN's direct convolutions use on this host: 16 with AVX-512, else 8.
-int64_t conv_channel_block();
+enum class ActivationLayout : int64_t { Nchw = 0, Nhwc = 1, Blocked8 = 8, Blocked16 = 16 };
+
+// The layout this host's convolutions run fastest on: Nhwc with AVX-512, Blocked8 with AVX2
+// (oneDNN 2.6's brgemm convolutions need AVX-512; its AVX2 kernels have no nChw16c form).
+ActivationLayout inference_activation_layout();
+// The physical shape of a logical [N, C, H, W] in `layout`.
+Shape layout_shape(const std::array<int64_t, 4>& nchw, ActivationLayout layout);
 
 struct ConvBlockedAttrs {
   ConvAttrs conv;                         // stride, padding, dilation; groups 1, not transposed
   std::array<int64_t, 4> src_shape{};     // logical [N, C, H, W] of the input
   std::array<int64_t, 4> weight_shape{};  // [O, C, kh, kw]
-  int64_t src_block = 0;                  // 0: the input is plain NCHW; else its block
-  int64_t dst_block = 0;                  // 0: the output is plain NCHW; else its block
-  bool with_bias = false;                 // input 2 is a bias [O]
-  bool residual = false;                  // last input: added to the convolution (same layout
-                                          // and shape as the output), before the relu
-  bool relu = false;                      // relu(conv + bias (+ residual))
+  ActivationLayout src_layout = ActivationLayout::Nchw;
+  ActivationLayout dst_layout = ActivationLayout::Nchw;
+  bool with_bias = false;  // input 2 is a bias [O]
+  bool residual = false;   // last input: added to the convolution (same layout and shape as the
+                           // output), before the relu
+  bool relu = false;       // relu(conv + bias (+ residual))
   bool operator==(const ConvBlockedAttrs&) const = default;
 };
 
 struct BlockedLayoutAttrs {
-  int64_t block = 16;
+  ActivationLayout layout = ActivationLayout::Nhwc;
   int64_t channels = 0;  // from_blocked: the logical channel count C
   bool operator==(const BlockedLayoutAttrs&) const = default;
 };
 
 struct PoolBlockedAttrs {
+  ActivationLayout layout = ActivationLayout::Nhwc;
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, pad_l{0, 0}, pad_r{0, 0};
   bool max = true;  // false: average over the window's in-bounds elements
   bool operator==(const PoolBlockedAttrs&) const = default;
@@ -64,17 +75,17 @@ struct PoolBlockedAttrs {
 const Op<ConvBlockedAttrs>& op_conv_pack_weight();
 // (x, packed weight[, bias][, residual]) -> y, in the layouts the attributes name.
 const Op<ConvBlockedAttrs>& op_conv_blocked();
-// [N, C, H, W] -> [N, ceil(C / block), H, W, block] and back.
+// Logical [N, C, H, W] (Nchw) -> another layout, and back.
 const Op<BlockedLayoutAttrs>& op_to_blocked();
 const Op<BlockedLayoutAttrs>& op_from_blocked();
-// Max or average pooling of a blocked tensor (no indices: inference), blocked out.
+// Max or average pooling in a non-Nchw layout (no indices: inference), same layout out.
 const Op<PoolBlockedAttrs>& op_pool_blocked();
 
 Tensor conv_pack_weight(const Tensor& weight, const ConvBlockedAttrs& attrs);
 Tensor conv_blocked(const Tensor& x, const Tensor& packed_weight, const std::optional<Tensor>& bias,
                     const std::optional<Tensor>& residual, const ConvBlockedAttrs& attrs);
-Tensor to_blocked(const Tensor& x, int64_t block);
-Tensor from_blocked(const Tensor& x, int64_t channels);
+Tensor to_blocked(const Tensor& x, ActivationLayout layout);
+Tensor from_blocked(const Tensor& x, ActivationLayout layout, int64_t channels);
 Tensor pool_blocked(const Tensor& x, const PoolBlockedAttrs& attrs);
 
 }  // namespace ath

@@ -1,7 +1,8 @@
-// blocked_layout (inference only): float32 convolutions become conv_blocked nodes on oneDNN's
-// channel-blocked layout (ops/conv_blocked.h), so that from one convolution to the next the
-// activations stay in the layout the direct kernels read and write, and each weight is packed
-// into oneDNN's format once, here, instead of reordered at every call:
+// blocked_layout (inference only): float32 convolutions become conv_blocked nodes on the
+// activation layout this host's oneDNN kernels run fastest on (ops/conv_blocked.h: NHWC with
+// AVX-512, nChw8c with AVX2), so that from one convolution to the next the activations stay in
+// that layout, and each weight is packed into oneDNN's format once, here, instead of reordered
+// at every call:
 //
 //   conv(x, w, b) [-> relu]                 -> conv_blocked(xb, pack(w), b) {relu}
 //   relu(add(conv(x, w, b), r))             -> conv_blocked(xb, pack(w), b, rb) {sum, relu}
@@ -36,7 +37,7 @@ class BlockedLayout {
  public:
   explicit BlockedLayout(Graph& g)
       : g_(g),
-        block_(conv_channel_block()),
+        layout_(inference_activation_layout()),
         uses_(detail::buffer_uses(g)),
         blocked_(g.values.size(), kNoValue),
         gone_(g.values.size(), false),
@@ -162,7 +163,7 @@ class BlockedLayout {
   ValueId blocked_of(ValueId v) {
     const auto i = static_cast<std::size_t>(v);
     if (blocked_[i] == kNoValue) {
-      const BlockedLayoutAttrs a{.block = block_};
+      const BlockedLayoutAttrs a{.layout = layout_};
       blocked_[i] = emit(op_to_blocked(), op_to_blocked().clone_attrs(&a), {plain_of(v)});
     }
     return blocked_[i];
@@ -172,7 +173,7 @@ class BlockedLayout {
     const auto i = static_cast<std::size_t>(v);
     if (i >= gone_.size() || !gone_[i]) return v;
     if (plain_[i] == kNoValue) {
-      const BlockedLayoutAttrs a{.block = block_, .channels = g_.value(v).meta.shape[1]};
+      const BlockedLayoutAttrs a{.layout = layout_, .channels = g_.value(v).meta.shape[1]};
       plain_[i] = emit(op_from_blocked(), op_from_blocked().clone_attrs(&a), {blocked_[i]});
     }
     return plain_[i];
@@ -183,14 +184,18 @@ class BlockedLayout {
     const ValueId x = n.inputs[0];
     const Shape& xs = g_.value(x).meta.shape;
     const Shape& ws = g_.value(n.inputs[1]).meta.shape;
-    // A few input channels (an image's 1 or 3) are read plain: a blocked copy would be mostly
-    // padding, and oneDNN's first-layer kernels read NCHW directly.
-    const bool plain_src = blocked_[static_cast<std::size_t>(x)] == kNoValue && xs[1] < 4;
+    // A few input channels (an image's 1 or 3) are read plain by a blocked convolution: a
+    // blocked copy would be mostly padding, and oneDNN's first-layer kernels read NCHW directly.
+    // (An NHWC convolution has no such kernel: its input is converted, a cheap copy.)
+    const bool blocked =
+        layout_ == ActivationLayout::Blocked8 || layout_ == ActivationLayout::Blocked16;
+    const bool plain_src =
+        blocked && blocked_[static_cast<std::size_t>(x)] == kNoValue && xs[1] < 4;
     ConvBlockedAttrs a{.conv = c,
                        .src_shape = {xs[0], xs[1], xs[2], xs[3]},
                        .weight_shape = {ws[0], ws[1], ws[2], ws[3]},
-                       .src_block = plain_src ? 0 : block_,
-                       .dst_block = block_,
+                       .src_layout = plain_src ? ActivationLayout::Nchw : layout_,
+                       .dst_layout = layout_,
                        .with_bias = n.inputs.size() == 3,
                        .residual = res.conv >= 0,
                        .relu = n.op == &op_convolution_relu() || res.relu};
@@ -216,7 +221,7 @@ class BlockedLayout {
     const ValueId x = n.inputs[0];
     if (blocked_[static_cast<std::size_t>(x)] == kNoValue || !is_f32_4d(g_.value(x))) return false;
     const Shape& xs = g_.value(x).meta.shape;
-    PoolBlockedAttrs p;
+    PoolBlockedAttrs p{.layout = layout_};
     if (n.op == &op_max_pool2d()) {
       const auto& m = *static_cast<const MaxPool2dAttrs*>(n.attrs.get());
       const ValueId idx = n.outputs[1];
@@ -238,7 +243,7 @@ class BlockedLayout {
       const bool hw = r.dims.size() == 2 && (r.dims[0] == 2 || r.dims[0] == -2) &&
                       (r.dims[1] == 3 || r.dims[1] == -1);
       if (!hw || !r.keepdim || r.dtype.has_value()) return false;
-      p = {.kernel = {xs[2], xs[3]}, .max = false};
+      p = {.layout = layout_, .kernel = {xs[2], xs[3]}, .max = false};
     } else {
       return false;
     }
@@ -248,7 +253,7 @@ class BlockedLayout {
   }
 
   Graph& g_;
-  const int64_t block_;
+  const ActivationLayout layout_;
   const detail::BufferUses uses_;
   std::vector<ValueId> blocked_;  // by plain value: its blocked form, once made
   std::vector<bool> gone_;        // by plain value: no longer computed in its plain form

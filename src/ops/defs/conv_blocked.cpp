@@ -2,6 +2,8 @@
 // kernels are oneDNN primitives (kernels/cpu/conv_blocked_dnnl.cpp).
 #include "athanor/ops/conv_blocked.h"
 
+#include <fmt/format.h>
+
 #include "../kernels/cpu/conv_blocked_dnnl.h"
 #include "athanor/core/cpu_isa.h"
 #include "athanor/ops/dispatch.h"
@@ -12,41 +14,83 @@ namespace {
 
 constexpr const char* kInference = "an inference layout op (graph/passes.h: blocked_layout)";
 
-int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
-
-Shape layout_shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
-  if (block == 0) return {n, c, h, w};
-  return {n, blocks(c, block), h, w, block};
-}
-
 void check_float32(const Tensor& t, const char* what) {
   ATH_CHECK(t.dtype() == kFloat32, DTypeError, "{} must be float32, got {}", what,
             dtype_name(t.dtype()));
 }
 
-void check_block(int64_t block) {
-  ATH_CHECK(block == 8 || block == 16, ValueError, "channel block must be 8 or 16, got {}", block);
+void check_layout(ActivationLayout l) {
+  ATH_CHECK(l == ActivationLayout::Nchw || l == ActivationLayout::Nhwc ||
+                l == ActivationLayout::Blocked8 || l == ActivationLayout::Blocked16,
+            ValueError, "unknown activation layout {}", static_cast<int64_t>(l));
 }
 
 void check_attrs(const ConvBlockedAttrs& a) {
   ATH_CHECK(a.conv.groups == 1 && !a.conv.transposed, ValueError,
             "blocked convolutions take groups = 1, not transposed");
-  if (a.src_block != 0) check_block(a.src_block);
-  if (a.dst_block != 0) check_block(a.dst_block);
+  check_layout(a.src_layout);
+  check_layout(a.dst_layout);
   ATH_CHECK(a.weight_shape[1] == a.src_shape[1], ShapeError,
             "weight of shape [{}, {}, {}, {}] does not match the input's {} channels",
             a.weight_shape[0], a.weight_shape[1], a.weight_shape[2], a.weight_shape[3],
             a.src_shape[1]);
 }
 
+// The logical [N, C, H, W] of a tensor in `layout` with `channels` channels (Nchw: its shape).
+std::array<int64_t, 4> logical_shape(const Tensor& t, ActivationLayout layout, int64_t channels,
+                                     const char* op) {
+  const Shape& s = t.shape();
+  std::array<int64_t, 4> nchw{};
+  bool ok = false;
+  switch (layout) {
+    case ActivationLayout::Nchw:
+      ok = s.size() == 4;
+      if (ok) nchw = {s[0], s[1], s[2], s[3]};
+      break;
+    case ActivationLayout::Nhwc:
+      ok = s.size() == 4;
+      if (ok) nchw = {s[0], s[3], s[1], s[2]};
+      break;
+    case ActivationLayout::Blocked8:
+    case ActivationLayout::Blocked16: {
+      const int64_t b = static_cast<int64_t>(layout);
+      ok = s.size() == 5 && s[4] == b && channels > 0 && (channels + b - 1) / b == s[1];
+      if (ok) nchw = {s[0], channels, s[2], s[3]};
+      break;
+    }
+  }
+  ATH_CHECK(ok, ShapeError, "{}: a tensor of shape {} is not in layout {}{}", op, to_string(s),
+            static_cast<int64_t>(layout),
+            channels > 0 ? fmt::format(" with {} channels", channels) : std::string());
+  return nchw;
+}
+
 Shape output_shape(const ConvBlockedAttrs& a) {
   const auto [oh, ow] = kernels::conv_blocked_output_size(a);
-  return layout_shape(a.src_shape[0], a.weight_shape[0], oh, ow, a.dst_block);
+  return layout_shape({a.src_shape[0], a.weight_shape[0], oh, ow}, a.dst_layout);
 }
 
 }  // namespace
 
-int64_t conv_channel_block() { return cpu_isa() >= CpuIsa::Avx512 ? 16 : 8; }
+ActivationLayout inference_activation_layout() {
+  return cpu_isa() >= CpuIsa::Avx512 ? ActivationLayout::Nhwc : ActivationLayout::Blocked8;
+}
+
+Shape layout_shape(const std::array<int64_t, 4>& nchw, ActivationLayout layout) {
+  const auto [n, c, h, w] = nchw;
+  switch (layout) {
+    case ActivationLayout::Nchw:
+      return {n, c, h, w};
+    case ActivationLayout::Nhwc:
+      return {n, h, w, c};
+    case ActivationLayout::Blocked8:
+    case ActivationLayout::Blocked16: {
+      const int64_t b = static_cast<int64_t>(layout);
+      return {n, (c + b - 1) / b, h, w, b};
+    }
+  }
+  ATH_THROW(ValueError, "unknown activation layout {}", static_cast<int64_t>(layout));
+}
 
 const Op<ConvBlockedAttrs>& op_conv_pack_weight() {
   static const auto& op = define_op<ConvBlockedAttrs>({
@@ -81,7 +125,7 @@ const Op<ConvBlockedAttrs>& op_conv_blocked() {
                       a.with_bias ? ", bias" : "", a.residual ? ", residual" : "", in.size());
             for (const Tensor& t : in) check_float32(t, "every tensor");
             const auto& s = a.src_shape;
-            const Shape src = layout_shape(s[0], s[1], s[2], s[3], a.src_block);
+            const Shape src = layout_shape(s, a.src_layout);
             ATH_CHECK(in[0].shape() == src, ShapeError, "input of shape {}, expected {}",
                       to_string(in[0].shape()), to_string(src));
             ATH_CHECK(in[1].numel() * 4 == kernels::conv_packed_weight_bytes(a), ShapeError,
@@ -108,13 +152,10 @@ const Op<BlockedLayoutAttrs>& op_to_blocked() {
       .name = "to_blocked",
       .infer =
           [](TensorSpan in, const BlockedLayoutAttrs& a) {
-            check_block(a.block);
+            check_layout(a.layout);
             check_float32(in[0], "the input");
-            ATH_CHECK(in[0].dim() == 4, ShapeError, "expected [N, C, H, W], got {}",
-                      to_string(in[0].shape()));
-            const Shape& s = in[0].shape();
-            return OutputSpec{{{layout_shape(s[0], s[1], s[2], s[3], a.block), kFloat32}},
-                              kFloat32};
+            const auto nchw = logical_shape(in[0], ActivationLayout::Nchw, 0, "to_blocked");
+            return OutputSpec{{{layout_shape(nchw, a.layout), kFloat32}}, kFloat32};
           },
       .not_differentiable = kInference,
   });
@@ -126,13 +167,14 @@ const Op<BlockedLayoutAttrs>& op_from_blocked() {
       .name = "from_blocked",
       .infer =
           [](TensorSpan in, const BlockedLayoutAttrs& a) {
+            check_layout(a.layout);
             check_float32(in[0], "the input");
-            const Shape& s = in[0].shape();
-            ATH_CHECK(in[0].dim() == 5 && (s[4] == 8 || s[4] == 16) &&
-                          blocks(a.channels, s[4]) == s[1] && a.channels > 0,
-                      ShapeError, "expected a blocked [N, C/b, H, W, b] of {} channels, got {}",
-                      a.channels, to_string(s));
-            return OutputSpec{{{{s[0], a.channels, s[2], s[3]}, kFloat32}}, kFloat32};
+            const auto nchw = logical_shape(in[0], a.layout, a.channels, "from_blocked");
+            ATH_CHECK(
+                a.layout == ActivationLayout::Nchw || a.channels == 0 || a.channels == nchw[1],
+                ShapeError, "from_blocked: {} channels asked of a tensor with {}", a.channels,
+                nchw[1]);
+            return OutputSpec{{{layout_shape(nchw, ActivationLayout::Nchw), kFloat32}}, kFloat32};
           },
       .not_differentiable = kInference,
   });
@@ -145,20 +187,20 @@ const Op<PoolBlockedAttrs>& op_pool_blocked() {
       .infer =
           [](TensorSpan in, const PoolBlockedAttrs& a) {
             check_float32(in[0], "the input");
-            const Shape& s = in[0].shape();
-            ATH_CHECK(in[0].dim() == 5 && (s[4] == 8 || s[4] == 16), ShapeError,
-                      "expected a blocked [N, C/b, H, W, b], got {}", to_string(s));
-            Shape out = s;
-            for (int i = 0; i < 2; ++i) {
-              const auto u = static_cast<std::size_t>(i);
-              ATH_CHECK(a.kernel[u] >= 1 && a.stride[u] >= 1 && a.pad_l[u] >= 0 &&
-                            a.pad_r[u] >= 0 && a.pad_l[u] < a.kernel[u] && a.pad_r[u] < a.kernel[u],
+            check_layout(a.layout);
+            // Blocked layouts: the channel count is the padded one (pooling keeps it).
+            const int64_t blocked_channels =
+                in[0].dim() == 5 ? in[0].shape()[1] * in[0].shape()[4] : 0;
+            auto nchw = logical_shape(in[0], a.layout, blocked_channels, "pool_blocked");
+            for (std::size_t i = 0; i < 2; ++i) {
+              ATH_CHECK(a.kernel[i] >= 1 && a.stride[i] >= 1 && a.pad_l[i] >= 0 &&
+                            a.pad_r[i] >= 0 && a.pad_l[i] < a.kernel[i] && a.pad_r[i] < a.kernel[i],
                         ValueError, "bad pooling window (kernel, stride, padding)");
-              const int64_t span = s[static_cast<std::size_t>(2 + i)] + a.pad_l[u] + a.pad_r[u];
-              ATH_CHECK(span >= a.kernel[u], ShapeError, "pooling window larger than the input");
-              out[static_cast<std::size_t>(2 + i)] = (span - a.kernel[u]) / a.stride[u] + 1;
+              const int64_t span = nchw[2 + i] + a.pad_l[i] + a.pad_r[i];
+              ATH_CHECK(span >= a.kernel[i], ShapeError, "pooling window larger than the input");
+              nchw[2 + i] = (span - a.kernel[i]) / a.stride[i] + 1;
             }
-            return OutputSpec{{{out, kFloat32}}, kFloat32};
+            return OutputSpec{{{layout_shape(nchw, a.layout), kFloat32}}, kFloat32};
           },
       .not_differentiable = kInference,
   });
@@ -177,13 +219,12 @@ Tensor conv_blocked(const Tensor& x, const Tensor& packed_weight, const std::opt
   return call(op_conv_blocked(), TensorSpan(in), attrs)[0];
 }
 
-Tensor to_blocked(const Tensor& x, int64_t block) {
-  return call1(op_to_blocked(), {x}, BlockedLayoutAttrs{.block = block});
+Tensor to_blocked(const Tensor& x, ActivationLayout layout) {
+  return call1(op_to_blocked(), {x}, BlockedLayoutAttrs{.layout = layout});
 }
 
-Tensor from_blocked(const Tensor& x, int64_t channels) {
-  return call1(op_from_blocked(), {x},
-               BlockedLayoutAttrs{.block = x.dim() == 5 ? x.shape()[4] : 0, .channels = channels});
+Tensor from_blocked(const Tensor& x, ActivationLayout layout, int64_t channels) {
+  return call1(op_from_blocked(), {x}, BlockedLayoutAttrs{.layout = layout, .channels = channels});
 }
 
 Tensor pool_blocked(const Tensor& x, const PoolBlockedAttrs& attrs) {

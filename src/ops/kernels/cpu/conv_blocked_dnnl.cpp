@@ -22,8 +22,21 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
-  const tag t = block == 0 ? tag::nchw : block == 16 ? tag::nChw16c : tag::nChw8c;
+memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, ActivationLayout layout) {
+  tag t = tag::nchw;
+  switch (layout) {
+    case ActivationLayout::Nchw:
+      break;
+    case ActivationLayout::Nhwc:
+      t = tag::nhwc;
+      break;
+    case ActivationLayout::Blocked8:
+      t = tag::nChw8c;
+      break;
+    case ActivationLayout::Blocked16:
+      t = tag::nChw16c;
+      break;
+  }
   return memory::desc({n, c, h, w}, kF32, t);
 }
 
@@ -43,15 +56,16 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
     const auto u = static_cast<std::size_t>(i);
     key.add(a.conv.stride[u]).add(a.conv.pad_l[u]).add(a.conv.pad_r[u]).add(a.conv.dilation[u]);
   }
-  key.add(a.src_block).add(a.dst_block).add(static_cast<int64_t>(a.with_bias));
+  key.add(static_cast<int64_t>(a.src_layout)).add(static_cast<int64_t>(a.dst_layout));
+  key.add(static_cast<int64_t>(a.with_bias));
   key.add(static_cast<int64_t>(a.residual)).add(static_cast<int64_t>(a.relu));
   return cached_primitive<ConvEntry>(key, [&] {
     const auto& s = a.src_shape;
     const auto& w = a.weight_shape;
     const auto [oh, ow] = conv_blocked_output_size(a);
     auto e = std::make_shared<ConvEntry>();
-    e->src = activation_md(s[0], s[1], s[2], s[3], a.src_block);
-    e->dst = activation_md(s[0], w[0], oh, ow, a.dst_block);
+    e->src = activation_md(s[0], s[1], s[2], s[3], a.src_layout);
+    e->dst = activation_md(s[0], w[0], oh, ow, a.dst_layout);
     e->plain_weights = memory::desc({w[0], w[1], w[2], w[3]}, kF32, tag::oihw);
     e->bias = memory::desc({w[0]}, kF32, tag::x);
     const memory::desc any_weights({w[0], w[1], w[2], w[3]}, kF32, tag::any);
@@ -134,17 +148,18 @@ struct ReorderEntry : CachedPrimitive {
   memory::desc src, dst;
 };
 
-// Plain [N, C, H, W] <-> blocked, one direction per entry.
-void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, int64_t block,
-                   bool to_blocked) {
+// Plain [N, C, H, W] <-> `layout`, one direction per entry.
+void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, ActivationLayout layout,
+                   bool to_layout) {
   PrimitiveKey key(PrimKind::LayoutReorder);
-  key.add(plain).add(block).add(static_cast<int64_t>(to_blocked));
+  key.add(plain).add(static_cast<int64_t>(layout)).add(static_cast<int64_t>(to_layout));
   auto e = cached_primitive<ReorderEntry>(key, [&] {
     auto r = std::make_shared<ReorderEntry>();
-    const memory::desc p = activation_md(plain[0], plain[1], plain[2], plain[3], 0);
-    const memory::desc b = activation_md(plain[0], plain[1], plain[2], plain[3], block);
-    r->src = to_blocked ? p : b;
-    r->dst = to_blocked ? b : p;
+    const memory::desc p =
+        activation_md(plain[0], plain[1], plain[2], plain[3], ActivationLayout::Nchw);
+    const memory::desc l = activation_md(plain[0], plain[1], plain[2], plain[3], layout);
+    r->src = to_layout ? p : l;
+    r->dst = to_layout ? l : p;
     r->prim =
         dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), r->src, cpu_engine(), r->dst));
     return r;
@@ -158,11 +173,11 @@ void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, int64_t bl
 }
 
 void to_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs& a) {
-  layout_kernel(in[0], out[0], in[0].shape(), a.block, true);
+  layout_kernel(in[0], out[0], in[0].shape(), a.layout, true);
 }
 
-void from_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs&) {
-  layout_kernel(in[0], out[0], out[0].shape(), in[0].shape()[4], false);
+void from_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs& a) {
+  layout_kernel(in[0], out[0], out[0].shape(), a.layout, false);
 }
 
 struct PoolEntry : CachedPrimitive {
@@ -172,21 +187,28 @@ struct PoolEntry : CachedPrimitive {
 
 void pool_blocked_kernel(TensorSpan in, std::span<Tensor> out, const PoolBlockedAttrs& a) {
   const Shape &xs = in[0].shape(), &ys = out[0].shape();
-  const int64_t block = xs[4], c = xs[1] * block;
+  const ActivationLayout layout = a.layout;
+  // Logical [N, C, H, W] of both (blocked: the padded channel count; its padding pools to zero
+  // like the other channels: max of zeros, mean of zeros).
+  auto logical = [&](const Shape& s) -> std::array<int64_t, 4> {
+    if (layout == ActivationLayout::Nhwc) return {s[0], s[3], s[1], s[2]};
+    if (s.size() == 5) return {s[0], s[1] * s[4], s[2], s[3]};
+    return {s[0], s[1], s[2], s[3]};
+  };
+  const auto xl = logical(xs), yl = logical(ys);
   PrimitiveKey key(PrimKind::PoolBlocked);
-  key.add(xs).add(ys).add(static_cast<int64_t>(a.max));
+  key.add(xs).add(ys).add(static_cast<int64_t>(a.max)).add(static_cast<int64_t>(layout));
   for (std::size_t i = 0; i < 2; ++i)
     key.add(a.kernel[i]).add(a.stride[i]).add(a.pad_l[i]).add(a.pad_r[i]);
   auto e = cached_primitive<PoolEntry>(key, [&] {
     auto p = std::make_shared<PoolEntry>();
-    // The padding channels pool to zero like the others (max of zeros, mean of zeros).
-    p->src = activation_md(xs[0], c, xs[2], xs[3], block);
-    p->dst = activation_md(ys[0], c, ys[2], ys[3], block);
+    p->src = activation_md(xl[0], xl[1], xl[2], xl[3], layout);
+    p->dst = activation_md(yl[0], yl[1], yl[2], yl[3], layout);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     memory::dims pad_r(2);
     for (std::size_t i = 0; i < 2; ++i)
-      pad_r[i] = (ys[2 + i] - 1) * a.stride[i] + a.kernel[i] - xs[2 + i] - a.pad_l[i];
+      pad_r[i] = (yl[2 + i] - 1) * a.stride[i] + a.kernel[i] - xl[2 + i] - a.pad_l[i];
     try {
       dnnl::pooling_forward::primitive_desc pd(
           dnnl::pooling_forward::desc(
