@@ -8,6 +8,7 @@
 //   relu(add(conv(x, w, b), r))             -> conv_blocked(xb, pack(w), b, rb) {sum, relu}
 //   max_pool2d(y) (indices unread)          -> pool_blocked(yb) {max}
 //   mean(y, dims {2, 3}, keepdim)           -> pool_blocked(yb) {average over H x W}
+//   linear(flatten(y), W)  (NHWC)           -> linear(flatten(yb), W with columns in (h, w, c))
 //
 // A value is converted into the blocked layout (to_blocked) where a convolution first needs it
 // blocked, and back (from_blocked) where anything else reads it — once each, at the first such
@@ -23,8 +24,10 @@
 #include "athanor/ops/conv.h"
 #include "athanor/ops/conv_blocked.h"
 #include "athanor/ops/epilogue.h"
+#include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
 #include "athanor/ops/reduction.h"
+#include "athanor/ops/views.h"
 #include "buffer_uses.h"
 
 namespace ath::graph {
@@ -44,6 +47,7 @@ class BlockedLayout {
         plain_(g.values.size(), kNoValue) {}
 
   int run() {
+    nodes_at_start_ = g_.nodes;
     std::vector<Node> old = std::move(g_.nodes);
     g_.nodes.clear();
     // Convolutions whose residual add runs them: by the add's node index.
@@ -69,6 +73,7 @@ class BlockedLayout {
         continue;
       }
       if (try_pool(n)) continue;
+      if (try_flatten_into_linear(old, k)) continue;
       for (ValueId& in : n.inputs) in = plain_of(in);
       for (auto& w : n.writes) w.first = plain_of(w.first);
       nodes_.push_back(std::move(n));
@@ -252,6 +257,68 @@ class BlockedLayout {
     return true;
   }
 
+  // A value read through a view or a constant's view (Gemm's transposed weight): its tensor,
+  // or an undefined one when it is not constant.
+  Tensor constant_through_views(ValueId v) const {
+    const Value& val = g_.value(v);
+    if (val.origin == ValueOrigin::Constant)
+      return g_.constants[static_cast<std::size_t>(val.index)];
+    if (val.origin != ValueOrigin::Node) return {};
+    const Node& n = nodes_at_start_[static_cast<std::size_t>(val.node)];
+    if (n.op->kind != OpKind::View || n.inputs.size() != 1) return {};
+    const Tensor in = constant_through_views(n.inputs[0]);
+    if (!in.defined()) return {};
+    const Tensor args[1] = {in};
+    return n.op->run(TensorSpan(args), n.attrs.get())[static_cast<std::size_t>(val.output)];
+  }
+
+  // flatten(NHWC value) read only by linear layers (a CNN's classifier): the NHWC tensor is
+  // flattened as it is, [N, H*W*C], and each linear's constant weight has its columns permuted
+  // from (c, h, w) to (h, w, c) order once, here, instead of converting the activation back to
+  // NCHW at every call.
+  bool try_flatten_into_linear(std::vector<Node>& old, std::size_t k) {
+    const Node& n = old[k];
+    if (n.op != &op_view() || layout_ != ActivationLayout::Nhwc || n.inputs.size() != 1)
+      return false;
+    const ValueId x = n.inputs[0];
+    const auto xi = static_cast<std::size_t>(x);
+    if (xi >= gone_.size() || !gone_[xi] || plain_[xi] != kNoValue) return false;
+    const Shape& xs = g_.value(x).meta.shape;
+    const ValueId flat = n.outputs[0];
+    const Shape& fs = g_.value(flat).meta.shape;
+    if (xs.size() != 4 || fs.size() != 2 || fs[0] != xs[0] || fs[1] != xs[1] * xs[2] * xs[3])
+      return false;
+    for (ValueId o : g_.outputs)
+      if (o == flat) return false;
+    std::vector<std::size_t> readers;
+    for (std::size_t j = k + 1; j < old.size(); ++j) {
+      const Node& r = old[j];
+      for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+        if (r.inputs[i] != flat) continue;
+        const bool linear = (r.op == &op_linear() || r.op == &op_linear_relu()) && i == 0 &&
+                            r.write == WriteKind::None && !r.attr_source;
+        if (!linear || !constant_through_views(r.inputs[1]).defined()) return false;
+        readers.push_back(j);
+      }
+    }
+    if (readers.empty()) return false;
+    const ShapeAttrs flat_nhwc{.shape = fs};
+    const ValueId view = emit(op_view(), op_view().clone_attrs(&flat_nhwc), {blocked_[xi]});
+    for (const std::size_t j : readers) {
+      Node& r = old[j];
+      const Tensor w = constant_through_views(r.inputs[1]);
+      const Tensor permuted = w.reshape({w.shape()[0], xs[1], xs[2], xs[3]})
+                                  .permute({0, 2, 3, 1})
+                                  .reshape({w.shape()[0], fs[1]})
+                                  .contiguous();
+      r.inputs[0] = view;
+      r.inputs[1] = g_.add_constant(permuted);
+      grow();
+    }
+    ++changed_;
+    return true;
+  }
+
   Graph& g_;
   const ActivationLayout layout_;
   const detail::BufferUses uses_;
@@ -260,6 +327,7 @@ class BlockedLayout {
   std::vector<ValueId> plain_;    // by gone value: the from_blocked that makes it again
   std::unordered_map<int32_t, Residual> residual_conv_;  // by the node it runs at
   std::vector<Node> nodes_;
+  std::vector<Node> nodes_at_start_;  // the graph as it came, for reading producers
   int changed_ = 0;
 };
 
