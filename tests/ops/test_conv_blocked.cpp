@@ -138,6 +138,10 @@ TEST(ConvBlocked, BadInputsAreClearErrors) {
   other.weight_shape = {16, 8, 3, 3};
   EXPECT_THROW(conv_blocked(randn({1, 8, 4, 4}), packed, std::nullopt, std::nullopt, other),
                ShapeError);
+  ConvBlockedAttrs relu = a;  // same geometry, same packed size, another epilogue
+  relu.relu = true;
+  EXPECT_THROW(conv_blocked(randn({1, 8, 4, 4}), packed, std::nullopt, std::nullopt, relu),
+               ValueError);
   EXPECT_THROW(to_blocked(randn({1, 8, 4, 4}), static_cast<ActivationLayout>(4)), ValueError);
   EXPECT_THROW(from_blocked(randn({1, 1, 4, 4, 8}), L::Blocked8, 9), ShapeError);
   EXPECT_THROW(from_blocked(randn({1, 4, 4, 8}), L::Nhwc, 9), ShapeError);

@@ -34,6 +34,9 @@
 // |   layout      | conv_blocked on oneDNN's channel-blocked layout with weights packed once; |
 // |               | conv -> add -> relu becomes one node (sum + relu post-ops); max and       |
 // |               | global average pools of blocked values stay blocked (ops/conv_blocked.h)  |
+// | pack_linear   | inference only: a float32 linear / linear_relu with a constant weight     |
+// |               | becomes linear_packed, its weight reordered into oneDNN's matmul format  |
+// |               | once (ops/linear_packed.h)                                               |
 // | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
@@ -77,6 +80,7 @@ int fuse_epilogues(Graph& g);
 // Inference only (PassOptions::inference): see the table above.
 int fold_batch_norms(Graph& g);
 int convert_to_blocked_layout(Graph& g);
+int pack_linears(Graph& g);
 int fuse_pool_masks(Graph& g);
 int fuse_norm_adds(Graph& g);
 int fuse_pointwise(Graph& g);

@@ -29,6 +29,7 @@
 #include "athanor/ops/reduction.h"
 #include "athanor/ops/views.h"
 #include "buffer_uses.h"
+#include "constant_value.h"
 
 namespace ath::graph {
 
@@ -257,19 +258,8 @@ class BlockedLayout {
     return true;
   }
 
-  // A value read through a view or a constant's view (Gemm's transposed weight): its tensor,
-  // or an undefined one when it is not constant.
   Tensor constant_through_views(ValueId v) const {
-    const Value& val = g_.value(v);
-    if (val.origin == ValueOrigin::Constant)
-      return g_.constants[static_cast<std::size_t>(val.index)];
-    if (val.origin != ValueOrigin::Node) return {};
-    const Node& n = nodes_at_start_[static_cast<std::size_t>(val.node)];
-    if (n.op->kind != OpKind::View || n.inputs.size() != 1) return {};
-    const Tensor in = constant_through_views(n.inputs[0]);
-    if (!in.defined()) return {};
-    const Tensor args[1] = {in};
-    return n.op->run(TensorSpan(args), n.attrs.get())[static_cast<std::size_t>(val.output)];
+    return detail::constant_value(g_, nodes_at_start_, v);
   }
 
   // flatten(NHWC value) read only by linear layers (a CNN's classifier): the NHWC tensor is

@@ -15,27 +15,15 @@
 #include "athanor/ops/nn_functional.h"
 #include "athanor/ops/pointwise.h"
 #include "buffer_uses.h"
+#include "constant_value.h"
 
 namespace ath::graph {
 
 namespace {
 
-// A constant, or a view of one (Gemm's transposed weight is a permute of the initializer).
-bool is_constant(const Graph& g, ValueId v) {
-  const Value& val = g.value(v);
-  if (val.origin == ValueOrigin::Constant) return true;
-  if (val.origin != ValueOrigin::Node) return false;
-  const Node& n = g.nodes[static_cast<std::size_t>(val.node)];
-  return n.op->kind == OpKind::View && n.inputs.size() == 1 && is_constant(g, n.inputs[0]);
-}
+bool is_constant(const Graph& g, ValueId v) { return detail::constant_value(g, v).defined(); }
 
-Tensor constant(const Graph& g, ValueId v) {
-  const Value& val = g.value(v);
-  if (val.origin == ValueOrigin::Constant) return g.constants[static_cast<std::size_t>(val.index)];
-  const Node& n = g.nodes[static_cast<std::size_t>(val.node)];
-  const Tensor in[1] = {constant(g, n.inputs[0])};
-  return n.op->run(TensorSpan(in), n.attrs.get())[static_cast<std::size_t>(val.output)];
-}
+Tensor constant(const Graph& g, ValueId v) { return detail::constant_value(g, v); }
 
 // The folded weight and bias of producer `p` (a convolution or linear) with the batch_norm `bn`.
 std::pair<Tensor, Tensor> folded(const Graph& g, const Node& p, const Node& bn,

@@ -30,6 +30,7 @@ const std::vector<NamedPass>& passes() {
       {"bn_fold", fold_batch_norms, true},
       {"epilogue", fuse_epilogues},
       {"blocked_layout", convert_to_blocked_layout, true},
+      {"pack_linear", pack_linears, true},
       {"pool_mask", fuse_pool_masks},
       {"norm_add", fuse_norm_adds},
       {"fuse", fuse_pointwise},

@@ -13,6 +13,7 @@
 #include "athanor/ops/conv_blocked.h"
 #include "common/dnnl_utils.h"
 #include "common/register.h"
+#include "packed_weight_header.h"
 
 namespace ath::kernels {
 
@@ -113,12 +114,14 @@ void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedA
   const Tensor w = in[0].contiguous();
   dnnl::stream& s = cpu_stream();
   memory src = make_memory(e->plain_weights, w.data_ptr());
-  memory dst = make_memory(e->weights, out[0].data_ptr());
+  write_packed_header(out[0].data_ptr(), a);
+  memory dst = make_memory(e->weights, packed_data(out[0].data_ptr()));
   e->pack.execute(s, src, dst);
   s.wait();
 }
 
 void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  check_packed_header(in[1].data_ptr(), a, "conv_blocked");
   auto e = conv_entry(a);
   const Tensor x = in[0].contiguous();
   Tensor& y = out[0];
@@ -128,7 +131,7 @@ void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlocked
   }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},
-      {DNNL_ARG_WEIGHTS, make_memory(e->weights, in[1].data_ptr())},
+      {DNNL_ARG_WEIGHTS, make_memory(e->weights, packed_data(in[1].data_ptr()))},
       {DNNL_ARG_DST, make_memory(e->dst, y.data_ptr())}};
   Tensor bias;
   if (a.with_bias) {
@@ -259,7 +262,7 @@ std::array<int64_t, 2> conv_blocked_output_size(const ConvBlockedAttrs& a) {
 }
 
 int64_t conv_packed_weight_bytes(const ConvBlockedAttrs& a) {
-  return static_cast<int64_t>(conv_entry(a)->weights.get_size());
+  return static_cast<int64_t>(conv_entry(a)->weights.get_size()) + kPackedHeaderBytes;
 }
 
 }  // namespace ath::kernels

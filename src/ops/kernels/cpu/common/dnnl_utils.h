@@ -67,6 +67,7 @@ enum class PrimKind : int64_t {
   ConvBlocked,  // inference, blocked layouts (conv_blocked_dnnl.cpp)
   LayoutReorder,
   PoolBlocked,
+  LinearPacked,  // inference, weight packed once (linear_packed_dnnl.cpp)
 };
 
 class PrimitiveKey {

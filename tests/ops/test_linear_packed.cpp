@@ -1,0 +1,56 @@
+// The packed inference linear (linear_packed.h) against linear in float64: one row (a batch-1
+// classifier), many rows, 3-D inputs, with and without bias and relu; bad inputs.
+#include <athanor/athanor.h>
+#include <athanor/ops/linear_packed.h>
+#include <gtest/gtest.h>
+
+namespace ath {
+namespace {
+
+Tensor f64(const Tensor& t) { return t.to(kFloat64); }
+
+TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
+  manual_seed(5);
+  const Shape inputs[] = {{1, 3136}, {64, 100}, {2, 7, 33}, {5}};
+  const int64_t outs[] = {128, 10, 48, 3};
+  for (std::size_t i = 0; i < std::size(inputs); ++i) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool bias = variant != 1, relu = variant == 2;
+      const Tensor x = randn(inputs[i]);
+      const int64_t k = inputs[i].back(), n = outs[i];
+      const Tensor w = randn({n, k}), b = randn({n});
+      const LinearPackedAttrs a{.rows = x.numel() / k,
+                                .in_features = k,
+                                .out_features = n,
+                                .with_bias = bias,
+                                .relu = relu};
+      Tensor want = linear(f64(x), f64(w), bias ? std::optional<Tensor>(f64(b)) : std::nullopt);
+      if (relu) want = ath::relu(want);
+      const Tensor got = linear_packed(x, linear_pack_weight(w, a),
+                                       bias ? std::optional<Tensor>(b) : std::nullopt, a);
+      ASSERT_EQ(got.shape(), want.shape());
+      const double scale = std::max(1.0, max(abs(want)).item<double>());
+      EXPECT_LE(max(abs(f64(got) - want)).item<double>(), 1e-5 * scale * std::sqrt(double(k)))
+          << "input " << to_string(inputs[i]) << " variant " << variant;
+    }
+  }
+}
+
+TEST(LinearPacked, BadInputsAreClearErrors) {
+  const LinearPackedAttrs a{.rows = 2, .in_features = 4, .out_features = 3};
+  EXPECT_THROW(linear_pack_weight(randn({4, 3}), a), ShapeError);  // [K, N] given for [N, K]
+  const Tensor packed = linear_pack_weight(randn({3, 4}), a);
+  EXPECT_THROW(linear_packed(randn({3, 4}), packed, std::nullopt, a), ShapeError);  // rows
+  EXPECT_THROW(linear_packed(randn({2, 5}), packed, std::nullopt, a), ShapeError);
+  // Another shape whose packed weight has the same size: the header tells them apart.
+  LinearPackedAttrs wide = a;
+  wide.out_features = 4;
+  EXPECT_THROW(
+      linear_packed(randn({2, 4}), linear_pack_weight(randn({3, 4}), a), std::nullopt, wide),
+      Error);
+  EXPECT_THROW(linear_packed(randn({2, 4}).to(kFloat64), packed, std::nullopt, a), DTypeError);
+  EXPECT_THROW(linear_pack_weight(randn({3, 4}), LinearPackedAttrs{}), ValueError);
+}
+
+}  // namespace
+}  // namespace ath
