@@ -3,8 +3,9 @@
 safetensors: valid files of every dtype and a few shapes, plus broken ones near the interesting
 boundaries (truncation, overlap, holes, bad dtypes, duplicate keys, bad BOOL bytes). idx: raw and
 gzip image and label files, and broken ones. csv: class and float targets, odd spacing, bad
-cells. config: YAML run configs with overrides (anchors and aliases included). Plain Python, no
-torch:
+cells. config: YAML run configs with overrides (anchors and aliases included). npy: numpy.save's
+bytes for every supported dtype (0-d and empty arrays, versions 2.0/3.0, big-endian, Fortran
+order, old numpy's 16-byte alignment), and broken ones. Plain Python, no torch or numpy:
     python3 fuzz/make_corpus.py
 The checkpoint corpus is real checkpoints, written by the fuzz target itself (see
 fuzz/fuzz_checkpoint.cpp).
@@ -73,6 +74,7 @@ def main():
     write_seeds(os.path.join(CORPUS, "idx"), idx_seeds())
     write_seeds(os.path.join(CORPUS, "csv"), csv_seeds())
     write_seeds(os.path.join(CORPUS, "config"), config_seeds())
+    write_seeds(os.path.join(CORPUS, "npy"), npy_seeds())
 
 
 def write_seeds(out, files):
@@ -142,6 +144,45 @@ def config_seeds():
         "empty": cfg("", "--trainer={max_epochs: 2}"),
         "section_override": cfg("trainer:\n  max_steps: 10\n", "--data.root=2024",
                                 "--ckpt_path=last"),
+    }
+
+
+def npy(descr, shape, data, fortran=False, version=1, align=64, growth=True):
+    """numpy.save's layout (format.py's _write_array_header): dict, growth spaces, padding."""
+    tup = "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, tup)
+    if growth and shape:
+        header += " " * (21 - len(str(shape[0])))
+    prefix = 10 if version == 1 else 12
+    pad = align - (prefix + len(header) + 1) % align
+    header = header.encode() + b" " * pad + b"\n"
+    length = struct.pack("<H" if version == 1 else "<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + length + header + data
+
+
+def npy_seeds():
+    def ramp(n, size):
+        return bytes((i * 37) % 256 for i in range(n * size))
+    f32 = struct.pack("<6f", *range(6))
+    return {
+        "valid_f4": npy("<f4", [2, 3], f32),
+        "valid_f8_scalar": npy("<f8", [], struct.pack("<d", 2.5)),
+        "valid_f2": npy("<f2", [4], ramp(4, 2)),
+        "valid_i8": npy("<i8", [3], struct.pack("<3q", -1, 0, 1 << 40)),
+        "valid_i4_fortran": npy("<i4", [2, 3], struct.pack("<6i", *range(6)), fortran=True),
+        "valid_u1": npy("|u1", [2, 2, 2], ramp(8, 1)),
+        "valid_b1": npy("|b1", [5], bytes([0, 1, 1, 0, 1])),
+        "valid_empty": npy("<f4", [0, 4], b""),
+        "valid_big_endian": npy(">f4", [3], struct.pack(">3f", 1.5, -2, 3.25)),
+        "valid_v2": npy("<f4", [2, 3], f32, version=2),
+        "valid_v3": npy("<f4", [2, 3], f32, version=3),
+        "valid_old_align16": npy("<i8", [2], struct.pack("<2q", 7, 8), align=16, growth=False),
+        "bad_truncated": npy("<f4", [2, 3], f32)[:-5],
+        "bad_trailing": npy("<f4", [2, 3], f32) + b"x",
+        "bad_overflow": npy("<f4", [4294967296, 4294967296], b""),
+        "bad_dtype": npy("<i2", [2], b"\x00" * 4),
+        "valid_bool_byte_2": npy("|b1", [2], b"\x01\x02"),
+        "bad_header_length": b"\x93NUMPY\x01\x00\xff\xff{'descr': '<f4'}",
     }
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the sanitizer preset: clang-14, coverage + AddressSanitizer +
 # UBSan, build-asan/) and runs each over its committed seed corpus plus a bounded number of
-# generated inputs: safetensors, checkpoint, config (YAML + overrides), idx, csv, onnx (model
-# files: the loader and InferenceSession).
+# generated inputs: safetensors, checkpoint, config (YAML + overrides), idx, csv, npy (numpy
+# arrays), onnx (model files: the loader and InferenceSession).
 # New corpus entries go to a scratch copy, never into the repository; a finding (crash, sanitizer
 # report, a broken property, an exception the reader must not throw) is saved under build-asan/
 # and fails the run.
@@ -15,7 +15,7 @@ runs=${1:-200000}
 max_time=${2:-30}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors checkpoint config idx csv onnx)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors checkpoint config idx csv npy onnx)
 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target fuzz_targets -j"$(nproc)"
