@@ -16,6 +16,7 @@
 #include "athanor/cli/run.h"
 #include "athanor/dist/world.h"
 #include "athanor/train/checkpoint.h"
+#include "onnx_commands.h"
 
 namespace ath::cli {
 namespace {
@@ -92,6 +93,8 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
                                          "checkpoint");
   inspect->add_option("file", inspect_path, "The file")->required();
   ExportCommand export_command(app);
+  detail::OnnxCommands onnx_commands;  // run, bench
+  detail::add_onnx_commands(app, onnx_commands);
 
   try {
     app.parse(argc, argv);
@@ -108,6 +111,8 @@ int athanor_main(int argc, const char* const* argv, std::ostream& out, std::ostr
 
   if (inspect->parsed()) return inspect_file(inspect_path, out, err);
   if (export_command.parsed()) return export_command.run(out, err);
+  if (const int status = detail::run_onnx_commands(onnx_commands, out, err); status >= 0)
+    return status;
   for (ConfigCommand& c : config_commands) {
     if (!c.app->parsed()) continue;
     nlohmann::json config;

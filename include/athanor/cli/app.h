@@ -4,6 +4,8 @@
 //   //                                     [--section.key=value | --section.key value]...
 //   // $ athanor inspect FILE
 //   // $ athanor export --ckpt_path FILE --output FILE [...]      (athanor/cli/export.h)
+//   // $ athanor run MODEL.onnx --input NAME=FILE.npy... [--output FILE.npy | --output-dir DIR]
+//   // $ athanor bench MODEL.onnx [--batch B] [--iterations N | --duration S] [--json]
 //   // $ athanor --version | --help
 //   #include <sstream>
 //   std::ostringstream out, err;

@@ -1,0 +1,62 @@
+#include "onnx_commands.h"
+
+namespace ath::cli::detail {
+
+void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
+  c.run = app.add_subcommand("run", "Run an ONNX model on .npy inputs; write .npy outputs");
+  OnnxRunOptions& r = c.run_options;
+  c.run->add_option("model", r.model, "The .onnx file")->required();
+  c.run
+      ->add_option("--input", r.inputs,
+                   "NAME=FILE.npy (repeat per input); FILE.npy alone for a one-input model")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
+  c.run
+      ->add_option("--output", r.outputs,
+                   "NAME=FILE.npy (repeat per output); FILE.npy alone for a one-output model")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
+  c.run->add_option("--output-dir", r.output_dir, "Write every output as DIR/<name>.npy")
+      ->type_name("DIR");
+  c.run->add_option("--threads", r.threads, "Intra-op threads (0: the machine's cores)")
+      ->capture_default_str();
+  c.run->footer("\nExample: athanor run model.onnx --input image=x.npy --output y.npy");
+
+  c.bench = app.add_subcommand("bench", "Measure an ONNX model's latency and throughput");
+  OnnxBenchOptions& b = c.bench_options;
+  c.bench->add_option("model", b.model, "The .onnx file")->required();
+  c.bench
+      ->add_option("--input", b.inputs,
+                   "NAME=FILE.npy: feed an input from a file instead of random values")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
+  c.bench->add_option("--shape", b.shapes, "NAME=1x3x224x224: an input's shape (symbolic dims)")
+      ->allow_extra_args(false)
+      ->type_name("NAME=DIMS");
+  c.bench->add_option("--batch", b.batch, "Every symbolic first dimension")->capture_default_str();
+  c.bench->add_option("--warmup", b.warmup, "Untimed runs after the first")->capture_default_str();
+  CLI::Option* iterations =
+      c.bench->add_option("--iterations", b.iterations, "Timed runs")->capture_default_str();
+  c.bench->add_option("--duration", c.duration, "Time runs for this many seconds instead")
+      ->excludes(iterations)
+      ->type_name("SECONDS");
+  c.bench->add_option("--threads", b.threads, "Intra-op threads (0: the machine's cores)")
+      ->capture_default_str();
+  c.bench->add_option("--seed", b.seed, "Seed of the random inputs")->capture_default_str();
+  c.bench->add_flag("--json", b.json, "Print one JSON object instead of the report");
+  c.bench->footer(
+      "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "
+      "shape inputs from files with --input NAME=FILE.npy.\nExample: athanor bench model.onnx "
+      "--batch 8 --iterations 200 --json");
+}
+
+int run_onnx_commands(OnnxCommands& c, std::ostream& out, std::ostream& err) {
+  if (c.run->parsed()) return onnx_run(c.run_options, out, err);
+  if (c.bench->parsed()) {
+    if (c.bench->count("--duration") > 0) c.bench_options.duration = c.duration;
+    return onnx_bench_command(c.bench_options, out, err);
+  }
+  return -1;
+}
+
+}  // namespace ath::cli::detail
