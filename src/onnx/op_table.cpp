@@ -31,6 +31,7 @@ const OpTable& op_table() {
     add_grid_sample_ops(t);
     add_det_ops(t);
     add_unique_ops(t);
+    add_nms_ops(t);
     return t;
   }();
   return table;

@@ -54,6 +54,7 @@ void add_integer_ops(OpTable& t);
 void add_grid_sample_ops(OpTable& t);
 void add_det_ops(OpTable& t);
 void add_unique_ops(OpTable& t);
+void add_nms_ops(OpTable& t);
 
 // x padded along axis d: `before`/`after` elements (negative: cropped), mode "constant"
 // (with `value`), "edge" or "reflect".
