@@ -79,7 +79,8 @@ TEST(Npy, WritesWhatNumpySaveWrites) {
   EXPECT_EQ(std::string(scalar.begin() + 10, scalar.begin() + 70),
             "{'descr': '<f8', 'fortran_order': False, 'shape': (), }     ");
   write_npy(path, arange(Scalar(3)));
-  const std::string one = std::string(read_bytes(path).begin() + 10, read_bytes(path).end());
+  const std::vector<uint8_t> vec = read_bytes(path);
+  const std::string one(vec.begin() + 10, vec.end());
   EXPECT_EQ(one.rfind("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 0), 0u);
   EXPECT_EQ(dir.entries().size(), 1u);  // no temporary file left
 }
