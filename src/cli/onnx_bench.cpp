@@ -203,7 +203,7 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
   return {{"model", o.model},
           {"opset", session.opset()},
           {"inputs", in.described},
-          {"threads", get_num_threads()},
+          {"threads", o.threads > 0 ? o.threads : get_num_threads()},  // the session's count
           {"batch", batch},
           {"warmup", o.warmup},
           {"iterations", static_cast<int64_t>(latencies.size())},

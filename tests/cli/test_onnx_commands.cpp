@@ -24,15 +24,12 @@ struct CmdResult {
   std::string out, err;
 };
 
-// --threads sets the process's thread count: put it back for the tests that follow.
 CmdResult athanor(std::vector<std::string> args) {
-  const int threads = get_num_threads();
   args.insert(args.begin(), "athanor");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
   const int status = athanor_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  set_num_threads(threads);
   return {status, out.str(), err.str()};
 }
 

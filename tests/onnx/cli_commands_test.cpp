@@ -9,7 +9,6 @@
 
 #include "athanor/cli/onnx_bench.h"
 #include "athanor/cli/onnx_run.h"
-#include "athanor/core/parallel.h"
 #include "athanor/io/npy.h"
 #include "athanor/ops/ops.h"
 #include "io/temp_dir.h"
@@ -34,10 +33,8 @@ Result run(const cli::OnnxRunOptions& o) {
 }
 
 Result bench(const cli::OnnxBenchOptions& o) {
-  const int threads = get_num_threads();
   std::ostringstream out, err;
   const int status = cli::onnx_bench_command(o, out, err);
-  set_num_threads(threads);
   return {status, out.str(), err.str()};
 }
 
