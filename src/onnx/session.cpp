@@ -81,6 +81,9 @@ InferenceSession::InferenceSession(const std::string& path, SessionOptions optio
     : model_(detail::load_model(path)), options_(std::move(options)) {
   ATH_CHECK(options_.threads >= 0, ValueError, "{}: SessionOptions::threads must be >= 0, got {}",
             path, options_.threads);
+  // 0: the count at construction, kept for the session's life (packed weights and primitives
+  // are built for one thread count).
+  if (options_.threads == 0) options_.threads = get_num_threads();
 }
 
 InferenceSession::~InferenceSession() = default;

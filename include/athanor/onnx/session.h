@@ -41,8 +41,10 @@ class Graph;
 namespace ath::onnx {
 
 struct SessionOptions {
-  int threads = 0;       // intra-op threads while run() runs (the caller's count after); 0: as is
-  bool optimize = true;  // false: record and replay without passes
+  // Intra-op threads while run() runs (the caller's count after); 0: the count when the session
+  // is made, kept for its life.
+  int threads = 0;
+  bool optimize = true;                     // false: record and replay without passes
   std::vector<std::string> disable_passes;  // graph::pass_names() to skip
   bool arena = true;                        // replays use one memory-plan arena per key
   // Run independent nodes at the same time, one thread each, where the compiler's cost model

@@ -9,6 +9,7 @@
 #include "conv_blocked_dnnl.h"
 
 #include <cstring>
+#include <optional>
 
 #include "athanor/ops/conv_blocked.h"
 #include "common/dnnl_utils.h"
@@ -49,8 +50,22 @@ struct ConvEntry : CachedPrimitive {
   memory::desc src, weights, plain_weights, bias, dst, scratchpad;
 };
 
+// 1 when the convolution is small enough to run on one thread (inference_threads), else 0 (all).
+int conv_threads(const ConvBlockedAttrs& a) {
+  const auto [oh, ow] = conv_blocked_output_size(a);
+  const auto& w = a.weight_shape;
+  const double macs = static_cast<double>(a.src_shape[0]) * static_cast<double>(oh * ow) *
+                      static_cast<double>(w[0] * w[1] * w[2] * w[3]);
+  return inference_threads(macs, kSingleThreadMacs);
+}
+
+// The entry is built (and must run) with conv_threads(a) threads: the packed weight's format
+// may depend on the thread count, so packing and running agree by computing it from `a` alone.
 std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
-  PrimitiveKey key(PrimKind::ConvBlocked);
+  const int threads = conv_threads(a);
+  std::optional<SingleThreadBuild> one;
+  if (threads == 1) one.emplace();
+  PrimitiveKey key(PrimKind::ConvBlocked, threads);
   for (int64_t v : a.src_shape) key.add(v);
   for (int64_t v : a.weight_shape) key.add(v);
   for (int i = 0; i < 2; ++i) {
@@ -110,19 +125,23 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
 }
 
 void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  std::optional<SingleThreadBuild> one;
+  if (conv_threads(a) == 1) one.emplace();
   auto e = conv_entry(a);
   const Tensor w = in[0].contiguous();
   dnnl::stream& s = cpu_stream();
   memory src = make_memory(e->plain_weights, w.data_ptr());
-  write_packed_header(out[0].data_ptr(), a);
+  write_packed_header(out[0].data_ptr(), a, e->weights);
   memory dst = make_memory(e->weights, packed_data(out[0].data_ptr()));
   e->pack.execute(s, src, dst);
   s.wait();
 }
 
 void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
-  check_packed_header(in[1].data_ptr(), a, "conv_blocked");
+  std::optional<SingleThreadBuild> one;
+  if (conv_threads(a) == 1) one.emplace();
   auto e = conv_entry(a);
+  check_packed_header(in[1].data_ptr(), a, e->weights, "conv_blocked");
   const Tensor x = in[0].contiguous();
   Tensor& y = out[0];
   if (a.residual) {
@@ -154,7 +173,10 @@ struct ReorderEntry : CachedPrimitive {
 // Plain [N, C, H, W] <-> `layout`, one direction per entry.
 void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, ActivationLayout layout,
                    bool to_layout) {
-  PrimitiveKey key(PrimKind::LayoutReorder);
+  const int threads = inference_threads(static_cast<double>(numel(plain)), kSingleThreadElements);
+  std::optional<SingleThreadBuild> one;
+  if (threads == 1) one.emplace();
+  PrimitiveKey key(PrimKind::LayoutReorder, threads);
   key.add(plain).add(static_cast<int64_t>(layout)).add(static_cast<int64_t>(to_layout));
   auto e = cached_primitive<ReorderEntry>(key, [&] {
     auto r = std::make_shared<ReorderEntry>();
@@ -199,7 +221,10 @@ void pool_blocked_kernel(TensorSpan in, std::span<Tensor> out, const PoolBlocked
     return {s[0], s[1], s[2], s[3]};
   };
   const auto xl = logical(xs), yl = logical(ys);
-  PrimitiveKey key(PrimKind::PoolBlocked);
+  const int threads = inference_threads(static_cast<double>(numel(xs)), kSingleThreadElements);
+  std::optional<SingleThreadBuild> one;
+  if (threads == 1) one.emplace();
+  PrimitiveKey key(PrimKind::PoolBlocked, threads);
   key.add(xs).add(ys).add(static_cast<int64_t>(a.max)).add(static_cast<int64_t>(layout));
   for (std::size_t i = 0; i < 2; ++i)
     key.add(a.kernel[i]).add(a.stride[i]).add(a.pad_l[i]).add(a.pad_r[i]);

@@ -4,6 +4,8 @@
 // and cached (dnnl_utils.h).
 #include "linear_packed_dnnl.h"
 
+#include <optional>
+
 #include "athanor/ops/linear_packed.h"
 #include "common/dnnl_utils.h"
 #include "common/register.h"
@@ -23,8 +25,20 @@ struct Entry : CachedPrimitive {
   memory::desc src, weights, plain_weights, bias, dst, scratchpad;
 };
 
+// 1 when the product is small enough to run on one thread (inference_threads), else 0 (all).
+int linear_threads(const LinearPackedAttrs& a) {
+  return inference_threads(static_cast<double>(a.rows) * static_cast<double>(a.in_features) *
+                               static_cast<double>(a.out_features),
+                           kSingleThreadMacs);
+}
+
+// Built (and run) with linear_threads(a) threads, computed from `a` alone so that packing and
+// running agree on the weight format.
 std::shared_ptr<const Entry> entry(const LinearPackedAttrs& a) {
-  PrimitiveKey key(PrimKind::LinearPacked);
+  const int threads = linear_threads(a);
+  std::optional<SingleThreadBuild> one;
+  if (threads == 1) one.emplace();
+  PrimitiveKey key(PrimKind::LinearPacked, threads);
   key.add(a.rows).add(a.in_features).add(a.out_features);
   key.add(static_cast<int64_t>(a.with_bias)).add(static_cast<int64_t>(a.relu));
   return cached_primitive<Entry>(key, [&] {
@@ -59,19 +73,23 @@ std::shared_ptr<const Entry> entry(const LinearPackedAttrs& a) {
 }
 
 void pack_kernel(TensorSpan in, std::span<Tensor> out, const LinearPackedAttrs& a) {
+  std::optional<SingleThreadBuild> one;
+  if (linear_threads(a) == 1) one.emplace();
   auto e = entry(a);
   const Tensor w = in[0].contiguous();
   dnnl::stream& s = cpu_stream();
   memory src = make_memory(e->plain_weights, w.data_ptr());
-  write_packed_header(out[0].data_ptr(), a);
+  write_packed_header(out[0].data_ptr(), a, e->weights);
   memory dst = make_memory(e->weights, packed_data(out[0].data_ptr()));
   e->pack.execute(s, src, dst);
   s.wait();
 }
 
 void linear_packed_kernel(TensorSpan in, std::span<Tensor> out, const LinearPackedAttrs& a) {
-  check_packed_header(in[1].data_ptr(), a, "linear_packed");
+  std::optional<SingleThreadBuild> one;
+  if (linear_threads(a) == 1) one.emplace();
   auto e = entry(a);
+  check_packed_header(in[1].data_ptr(), a, e->weights, "linear_packed");
   const Tensor x = in[0].contiguous();
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},

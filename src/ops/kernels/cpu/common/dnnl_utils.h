@@ -120,6 +120,14 @@ class SingleThreadBuild {
   int saved_;
 };
 
+// Inference primitives too small to share: one that would take under ~10 us on one thread
+// runs on one (built and executed so), since a parallel region's fork and join cost a few
+// microseconds even on a quiet machine and far more on a busy one, where a descheduled worker
+// holds up the join. `work`: multiply-adds, or elements moved for a reorder or pooling.
+inline constexpr double kSingleThreadMacs = 1.0e6;
+inline constexpr double kSingleThreadElements = 65536;
+inline int inference_threads(double work, double limit) { return work < limit ? 1 : 0; }
+
 // Builds a primitive descriptor, translating oneDNN's "unimplemented" into NotImplementedError
 // naming what was asked for.
 [[noreturn]] void throw_dnnl_error(const dnnl::error& e, const char* what);
