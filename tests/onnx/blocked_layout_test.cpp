@@ -23,11 +23,15 @@ void conv(ModelBuilder& m, const std::string& x, const std::string& w, const std
   ModelBuilder::attr(n, "strides", std::vector<int64_t>{stride, stride});
 }
 
+// `c` channels: 20 runs the direct kernels everywhere; 32 lets the stage's 3x3 convolutions run
+// oneDNN's Winograd kernels on AVX-512 (and the graph take nChw16c).
 struct TinyResNet {
-  Tensor w0 = randn({20, 3, 3, 3}) * 0.3, b0 = randn({20}) * 0.1;
-  Tensor w1 = randn({20, 20, 3, 3}) * 0.1, b1 = randn({20}) * 0.1;
-  Tensor w2 = randn({20, 20, 3, 3}) * 0.1, b2 = randn({20}) * 0.1;
-  Tensor wf = randn({5, 20}), bf = randn({5});
+  explicit TinyResNet(int64_t c = 20) : c(c) {}
+  int64_t c;
+  Tensor w0 = randn({c, 3, 3, 3}) * 0.3, b0 = randn({c}) * 0.1;
+  Tensor w1 = randn({c, c, 3, 3}) * 0.1, b1 = randn({c}) * 0.1;
+  Tensor w2 = randn({c, c, 3, 3}) * 0.1, b2 = randn({c}) * 0.1;
+  Tensor wf = randn({5, c}), bf = randn({5});
 
   std::string save() const {
     ModelBuilder m(13);
@@ -167,6 +171,25 @@ TEST(BlockedLayout, FlattenedActivationsFeedTheClassifier) {
     EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
   const bool nhwc = inference_activation_layout() == ActivationLayout::Nhwc;
   EXPECT_EQ(s.last_graph()->count("from_blocked"), nhwc ? 0 : 1) << s.last_graph()->to_text();
+}
+
+TEST(BlockedLayout, WinogradStageMatches) {
+  manual_seed(16);
+  const TinyResNet net(32);
+  InferenceSession s(net.save());
+  const Tensor x = randn({2, 3, 15, 15});
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(allclose(s.run({{"x", x}})[0], net.reference(x), {.rtol = 1e-4, .atol = 1e-4}));
+  const graph::Graph& g = *s.last_graph();
+  EXPECT_EQ(g.count("conv_blocked"), 3) << g.to_text();
+  int winograd = 0;
+  for (const graph::Node& n : g.nodes) {
+    if (n.op == &op_conv_blocked())
+      winograd += static_cast<const ConvBlockedAttrs*>(n.attrs.get())->winograd ? 1 : 0;
+  }
+  const bool eligible =
+      winograd_eligible(ConvAttrs{.pad_l = {1, 1}, .pad_r = {1, 1}}, {32, 32, 3, 3});
+  EXPECT_EQ(winograd, eligible ? 2 : 0) << g.to_text();  // the stage's two, not the stem (3 in)
 }
 
 }  // namespace

@@ -82,6 +82,46 @@ TEST(ConvBlocked, MatchesConv2dInEveryLayoutAndEpilogue) {
   }
 }
 
+// oneDNN's Winograd kernels (AVX-512, nChw16c, 3x3 stride 1) at ResNet-like shapes, with bias,
+// residual and relu: within 1e-5 of float64 relative to the output's scale.
+TEST(ConvBlocked, WinogradMatchesConv2d) {
+  ConvAttrs c{.pad_l = {1, 1}, .pad_r = {1, 1}};
+  if (!winograd_eligible(c, {16, 16, 3, 3})) GTEST_SKIP() << "no Winograd on this host";
+  EXPECT_FALSE(winograd_eligible(ConvAttrs{.stride = {2, 2}}, {16, 16, 3, 3}));
+  EXPECT_FALSE(winograd_eligible(c, {16, 3, 3, 3}));
+  manual_seed(4);
+  const Case cases[] = {{1, 64, 56, 56, 64, 3, 1, 1, 1},
+                        {2, 32, 14, 14, 64, 3, 1, 1, 1},
+                        {1, 512, 7, 7, 512, 3, 1, 1, 1},
+                        {3, 16, 9, 11, 48, 3, 1, 1, 1}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(fmt::format("c={} o={} h={}", k.c, k.o, k.h));
+    Tensor x = randn({k.n, k.c, k.h, k.w}), w = randn({k.o, k.c, 3, 3}) * 0.1, b = randn({k.o});
+    Tensor r = randn({k.n, k.o, k.h, k.w});
+    ConvBlockedAttrs a{.conv = c,
+                       .src_shape = {k.n, k.c, k.h, k.w},
+                       .weight_shape = {k.o, k.c, 3, 3},
+                       .src_layout = L::Blocked16,
+                       .dst_layout = L::Blocked16,
+                       .with_bias = true,
+                       .residual = true,
+                       .relu = true,
+                       .winograd = true};
+    Tensor want = ath::relu(conv2d(f64(x), f64(w), f64(b), {.padding = 1}) + f64(r));
+    Tensor y = conv_blocked(to_blocked(x, L::Blocked16), conv_pack_weight(w, a), b,
+                            to_blocked(r, L::Blocked16), a);
+    expect_zero_padding(y, k.o);
+    expect_close(from_blocked(y, L::Blocked16, k.o), want, 1e-5);
+  }
+  ConvBlockedAttrs nhwc{.conv = c,
+                        .src_shape = {1, 16, 4, 4},
+                        .weight_shape = {16, 16, 3, 3},
+                        .src_layout = L::Nhwc,
+                        .dst_layout = L::Nhwc,
+                        .winograd = true};
+  EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), nhwc), ValueError);
+}
+
 TEST(ConvBlocked, PlainOutputMatchesToo) {
   Tensor x = randn({2, 16, 9, 9}), w = randn({5, 16, 3, 3});
   ConvBlockedAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}},

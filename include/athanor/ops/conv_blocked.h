@@ -23,7 +23,9 @@
 //   is element [n, c / b, h, w, c % b]. Channels past C (the last block's padding) hold zeros,
 //   and every op here keeps them zero. A Nchw input with few channels (an image's 1 or 3) may be
 //   read directly by a blocked convolution (oneDNN's first-layer kernels).
-// Which one a host uses: inference_activation_layout() (measured: bench/inference).
+// Which one a host uses: inference_activation_layout() (measured: bench/inference); a graph with
+// 3x3 stride-1 convolutions that Winograd can run uses Blocked16 on AVX-512 instead
+// (winograd_eligible; its kernels exist only for nChw16c).
 //
 // None of these ops is differentiable: they exist for inference, after training.
 #pragma once
@@ -41,6 +43,10 @@ enum class ActivationLayout : int64_t { Nchw = 0, Nhwc = 1, Blocked8 = 8, Blocke
 // The layout this host's convolutions run fastest on: Nhwc with AVX-512, Blocked8 with AVX2
 // (oneDNN 2.6's brgemm convolutions need AVX-512; its AVX2 kernels have no nChw16c form).
 ActivationLayout inference_activation_layout();
+// Whether oneDNN's Winograd convolution may run this convolution on this host: AVX-512,
+// 3x3, stride 1, no dilation, input and output channels multiples of 16. ATH_CONV_WINOGRAD=0
+// turns it off (for comparisons).
+bool winograd_eligible(const ConvAttrs& conv, const std::array<int64_t, 4>& weight_shape);
 // The physical shape of a logical [N, C, H, W] in `layout`.
 Shape layout_shape(const std::array<int64_t, 4>& nchw, ActivationLayout layout);
 
@@ -54,6 +60,10 @@ struct ConvBlockedAttrs {
   bool residual = false;   // last input: added to the convolution (same layout and shape as the
                            // output), before the relu
   bool relu = false;       // relu(conv + bias (+ residual))
+  // oneDNN's Winograd algorithm (AVX-512, Blocked16, 3x3 stride 1): 1.3-2.4x the direct
+  // kernels' speed at ResNet's shapes, with a rounding error a few times larger (still ~1e-6
+  // relative to the output's scale).
+  bool winograd = false;
   bool operator==(const ConvBlockedAttrs&) const = default;
 };
 

@@ -37,6 +37,8 @@ namespace {
 
 bool is_f32_4d(const Value& v) { return v.meta.dtype == kFloat32 && v.meta.shape.size() == 4; }
 
+std::array<int64_t, 4> weight_shape(const Shape& s) { return {s[0], s[1], s[2], s[3]}; }
+
 class BlockedLayout {
  public:
   explicit BlockedLayout(Graph& g)
@@ -48,6 +50,15 @@ class BlockedLayout {
         plain_(g.values.size(), kNoValue) {}
 
   int run() {
+    // Winograd's kernels exist for nChw16c only: a graph that has convolutions it can run takes
+    // that layout (its other convolutions run oneDNN's direct nChw16c kernels).
+    for (const Node& n : g_.nodes) {
+      if (convertible_conv(n) &&
+          winograd_eligible(*conv_attrs(n), weight_shape(g_.value(n.inputs[1]).meta.shape))) {
+        layout_ = ActivationLayout::Blocked16;
+        break;
+      }
+    }
     nodes_at_start_ = g_.nodes;
     std::vector<Node> old = std::move(g_.nodes);
     g_.nodes.clear();
@@ -206,7 +217,17 @@ class BlockedLayout {
                        .residual = res.conv >= 0,
                        .relu = n.op == &op_convolution_relu() || res.relu};
     const Tensor& w = g_.constants[static_cast<std::size_t>(g_.value(n.inputs[1]).index)];
-    std::vector<ValueId> in{plain_src ? x : blocked_of(x), g_.add_constant(conv_pack_weight(w, a))};
+    a.winograd = layout_ == ActivationLayout::Blocked16 && !plain_src &&
+                 winograd_eligible(a.conv, a.weight_shape);
+    Tensor packed;
+    try {
+      packed = conv_pack_weight(w, a);
+    } catch (const NotImplementedError&) {  // a geometry oneDNN's Winograd does not take
+      if (!a.winograd) throw;
+      a.winograd = false;
+      packed = conv_pack_weight(w, a);
+    }
+    std::vector<ValueId> in{plain_src ? x : blocked_of(x), g_.add_constant(packed)};
     grow();
     if (a.with_bias) in.push_back(n.inputs[2]);
     if (a.residual) in.push_back(blocked_of(res.residual));
@@ -310,7 +331,7 @@ class BlockedLayout {
   }
 
   Graph& g_;
-  const ActivationLayout layout_;
+  ActivationLayout layout_;
   const detail::BufferUses uses_;
   std::vector<ValueId> blocked_;  // by plain value: its blocked form, once made
   std::vector<bool> gone_;        // by plain value: no longer computed in its plain form

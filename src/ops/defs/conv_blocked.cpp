@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "../kernels/cpu/conv_blocked_dnnl.h"
 #include "athanor/core/cpu_isa.h"
 #include "athanor/ops/dispatch.h"
@@ -30,6 +33,12 @@ void check_attrs(const ConvBlockedAttrs& a) {
             "blocked convolutions take groups = 1, not transposed");
   check_layout(a.src_layout);
   check_layout(a.dst_layout);
+  ATH_CHECK(!a.winograd || (a.src_layout == ActivationLayout::Blocked16 &&
+                            a.dst_layout == ActivationLayout::Blocked16 &&
+                            winograd_eligible(a.conv, a.weight_shape)),
+            ValueError,
+            "a Winograd convolution needs AVX-512, nChw16c in and out, a 3x3 stride-1 kernel and "
+            "channels that are multiples of 16");
   ATH_CHECK(a.weight_shape[1] == a.src_shape[1], ShapeError,
             "weight of shape [{}, {}, {}, {}] does not match the input's {} channels",
             a.weight_shape[0], a.weight_shape[1], a.weight_shape[2], a.weight_shape[3],
@@ -74,6 +83,16 @@ Shape output_shape(const ConvBlockedAttrs& a) {
 
 ActivationLayout inference_activation_layout() {
   return cpu_isa() >= CpuIsa::Avx512 ? ActivationLayout::Nhwc : ActivationLayout::Blocked8;
+}
+
+bool winograd_eligible(const ConvAttrs& c, const std::array<int64_t, 4>& w) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("ATH_CONV_WINOGRAD");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return enabled && cpu_isa() >= CpuIsa::Avx512 && c.groups == 1 && !c.transposed && w[2] == 3 &&
+         w[3] == 3 && c.stride[0] == 1 && c.stride[1] == 1 && c.dilation[0] == 1 &&
+         c.dilation[1] == 1 && w[0] % 16 == 0 && w[1] % 16 == 0;
 }
 
 Shape layout_shape(const std::array<int64_t, 4>& nchw, ActivationLayout layout) {

@@ -75,6 +75,7 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
   key.add(static_cast<int64_t>(a.src_layout)).add(static_cast<int64_t>(a.dst_layout));
   key.add(static_cast<int64_t>(a.with_bias));
   key.add(static_cast<int64_t>(a.residual)).add(static_cast<int64_t>(a.relu));
+  key.add(static_cast<int64_t>(a.winograd));
   return cached_primitive<ConvEntry>(key, [&] {
     const auto& s = a.src_shape;
     const auto& w = a.weight_shape;
@@ -105,7 +106,8 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
     const memory::dims pad_l{c.pad_l[0], c.pad_l[1]};
     try {
       const auto prop = dnnl::prop_kind::forward_inference;
-      const auto algo = dnnl::algorithm::convolution_direct;
+      const auto algo =
+          a.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
       auto desc = a.with_bias
                       ? dnnl::convolution_forward::desc(prop, algo, e->src, any_weights, e->bias,
                                                         e->dst, strides, dil, pad_l, pad_r)
