@@ -91,18 +91,18 @@ void linear_packed_kernel(TensorSpan in, std::span<Tensor> out, const LinearPack
   auto e = entry(a);
   check_packed_header(in[1].data_ptr(), a, e->weights, "linear_packed");
   const Tensor x = in[0].contiguous();
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},
-      {DNNL_ARG_WEIGHTS, make_memory(e->weights, packed_data(in[1].data_ptr()))},
-      {DNNL_ARG_DST, make_memory(e->dst, out[0].data_ptr())}};
+  std::unordered_map<int, memory>& args = thread_call_args(e);
+  bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
+  bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(in[1].data_ptr()));
+  bind_arg(args, DNNL_ARG_DST, e->dst, out[0].data_ptr());
   Tensor bias;
   if (a.with_bias) {
     bias = in[2].contiguous();
-    args.emplace(DNNL_ARG_BIAS, make_memory(e->bias, bias.data_ptr()));
+    bind_arg(args, DNNL_ARG_BIAS, e->bias, bias.data_ptr());
   }
   Tensor scratch;
   if (e->scratchpad.get_size() > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
   dnnl::stream& s = cpu_stream();
   e->prim.execute(s, args);
   s.wait();

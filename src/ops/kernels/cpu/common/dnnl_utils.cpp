@@ -120,6 +120,32 @@ dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr) {
   return dnnl::memory(md, cpu_engine(), const_cast<void*>(ptr));
 }
 
+std::unordered_map<int, dnnl::memory>& thread_call_args(
+    const std::shared_ptr<const CachedPrimitive>& entry) {
+  struct Args {
+    std::shared_ptr<const CachedPrimitive> entry;  // keeps the key's address from being reused
+    std::unordered_map<int, dnnl::memory> args;
+  };
+  constexpr std::size_t kMaxEntries = 512;
+  thread_local std::unordered_map<const CachedPrimitive*, Args> cache;
+  auto it = cache.find(entry.get());
+  if (it == cache.end()) {
+    if (cache.size() >= kMaxEntries) cache.clear();
+    it = cache.emplace(entry.get(), Args{entry, {}}).first;
+  }
+  return it->second.args;
+}
+
+void bind_arg(std::unordered_map<int, dnnl::memory>& args, int id, const dnnl::memory::desc& md,
+              const void* ptr) {
+  auto it = args.find(id);
+  if (it == args.end()) {
+    args.emplace(id, make_memory(md, ptr));
+  } else if (it->second.get_data_handle() != ptr) {
+    it->second.set_data_handle(const_cast<void*>(ptr));
+  }
+}
+
 dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder) {
   constexpr std::uintptr_t kPage = 4096;
   holder = empty({static_cast<int64_t>(md.get_size() + kPage)}, kUInt8);
