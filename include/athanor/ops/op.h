@@ -46,11 +46,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "athanor/core/device.h"
 #include "athanor/core/dtype.h"
 #include "athanor/core/shape.h"
+#include "athanor/ops/attr_codec.h"
 #include "athanor/ops/attr_hash.h"
 #include "athanor/tensor/autograd_meta.h"
 #include "athanor/tensor/tensor.h"
@@ -199,6 +201,11 @@ class OpDef {
   virtual bool attrs_equal(const void* a, const void* b) const = 0;
   // A hash of an attribute struct, consistent with attrs_equal (attr_hash.h).
   virtual std::size_t hash_attrs(const void* attrs) const = 0;
+  // The attribute struct as bytes and back (attr_codec.h): what a saved graph stores per node.
+  // encode throws NotImplementedError for attributes holding a pointer; decode throws
+  // FormatError for bytes that do not hold exactly one struct.
+  virtual std::string encode_attrs(const void* attrs) const = 0;
+  virtual std::shared_ptr<const void> decode_attrs(std::string_view bytes) const = 0;
   // The op's shape rule (for a view op, the view it would build) and the op itself, run from
   // type-erased attributes: what a graph executor replays a recorded node with. `run` is
   // call(): kernel, autograd recording and the observer, as the typed call.
@@ -282,6 +289,18 @@ class Op : public OpDef {
   }
   std::size_t hash_attrs(const void* attrs) const override {
     return ath::hash_attrs(*static_cast<const A*>(attrs));
+  }
+  std::string encode_attrs(const void* attrs) const override {
+    std::string out;
+    ath::encode_attrs(*static_cast<const A*>(attrs), out);
+    return out;
+  }
+  std::shared_ptr<const void> decode_attrs(std::string_view bytes) const override {
+    auto a = std::make_shared<A>();
+    ath::decode_attrs(bytes, *a);
+    ATH_CHECK(bytes.empty(), FormatError, "op '{}': {} bytes left after its attributes", name,
+              bytes.size());
+    return a;
   }
   OutputSpec infer(TensorSpan inputs, const void* attrs) const override;
   Outputs run(TensorSpan inputs, const void* attrs) const override;  // in dispatch.h
