@@ -1,11 +1,11 @@
 #include "model.h"
 
 #include <fstream>
-#include <iterator>
 #include <queue>
 #include <unordered_set>
 
 #include "athanor/core/error.h"
+#include "athanor/io/checksum.h"
 #include "op_table.h"
 #include "tensor_proto.h"
 
@@ -343,13 +343,23 @@ std::unique_ptr<LoadedModel> load_model_from_bytes(const void* data, std::size_t
   return check_and_index(std::move(m));
 }
 
-std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path, bool checksum) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   ATH_CHECK(in.good(), IOError, "{}: cannot open the model file", path.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One read of the known size: a byte-at-a-time stream copy of a 45 MB model took ~0.1 s.
+  const std::streamoff size = in.tellg();
+  ATH_CHECK(size >= 0, IOError, "{}: cannot read the model file's size", path.string());
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ATH_CHECK(in.gcount() == static_cast<std::streamsize>(bytes.size()), IOError,
+            "{}: cannot read the model file", path.string());
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
-  return load_model_from_bytes(bytes.data(), bytes.size(), path.string(), dir);
+  auto model = load_model_from_bytes(bytes.data(), bytes.size(), path.string(), dir);
+  model->file_bytes = bytes.size();
+  if (checksum) model->file_crc32 = crc32_of(bytes);
+  return model;
 }
 
 }  // namespace ath::onnx::detail

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,11 +30,14 @@ struct LoadedModel {
   // through Shape/Size. Such inputs are part of the session's cache key and become constants.
   std::vector<bool> value_keyed;
   std::vector<TensorInfo> outputs;
+  uint64_t file_bytes = 0;             // the model file's size (load_model)
+  std::optional<uint32_t> file_crc32;  // its CRC-32, when load_model was asked for it
 };
 
 // Reads and checks a model (see LoadedModel). Throws FormatError for a malformed file or graph
 // (naming the file and the node), NotImplementedError listing every unsupported node.
-std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path);
+// `checksum`: also the file's CRC-32 (what a saved plan is keyed on).
+std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path, bool checksum = false);
 // The same from bytes in memory (`name` stands for the file in messages; external data is
 // resolved against `dir`). The fuzz target's entry.
 std::unique_ptr<LoadedModel> load_model_from_bytes(const void* data, std::size_t size,

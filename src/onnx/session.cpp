@@ -2,7 +2,10 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "athanor/core/parallel.h"
 #include "athanor/graph/executor.h"
@@ -13,6 +16,7 @@
 #include "athanor/tensor/grad_mode.h"
 #include "interpreter.h"
 #include "model.h"
+#include "saved_plan.h"
 
 namespace ath::onnx {
 
@@ -47,18 +51,16 @@ class SessionThreads {
 }  // namespace
 
 struct InferenceSession::Compiled {
-  graph::Graph graph;
+  detail::PlanEntry saved;  // the key, the optimized graph and its pairs (or why it runs eagerly)
   graph::MemoryPlan plan;
   std::unique_ptr<graph::Executor> executor;
   std::vector<bool> constant_output;  // the graph's own tensor: copied before it is returned
-  bool eager = false;
+  bool eager() const { return saved.eager.has_value(); }
 };
 
 namespace {
 
-std::string shape_string(const Tensor& t) {
-  return fmt::format("{}[{}]", dtype_name(t.dtype()), fmt::join(t.shape(), ","));
-}
+std::string shape_string(const Tensor& t) { return detail::key_type(t.dtype(), t.shape()); }
 
 // Inference binds no parameters: whatever the tracer kept as state (the initializers the model
 // holds) is a constant of the graph, so the fold pass can precompute on it.
@@ -78,12 +80,80 @@ void state_to_constants(graph::Graph& g) {
 }  // namespace
 
 InferenceSession::InferenceSession(const std::string& path, SessionOptions options)
-    : model_(detail::load_model(path)), options_(std::move(options)) {
+    : model_(detail::load_model(path, !options.plan_path.empty())), options_(std::move(options)) {
   ATH_CHECK(options_.threads >= 0, ValueError, "{}: SessionOptions::threads must be >= 0, got {}",
             path, options_.threads);
   // 0: the count at construction, kept for the session's life (packed weights and primitives
   // are built for one thread count).
   if (options_.threads == 0) options_.threads = get_num_threads();
+  if (!options_.plan_path.empty()) load_plan();
+}
+
+void InferenceSession::prepare(Compiled& c) const {
+  const graph::Graph& g = c.saved.graph;
+  const std::vector<int32_t>& pairs = c.saved.pairs;
+  if (options_.arena) {
+    c.plan = graph::plan_memory(g, pairs);
+    c.executor = std::make_unique<graph::Executor>(g, c.plan, pairs);
+  } else {
+    c.executor = std::make_unique<graph::Executor>(g, pairs);
+  }
+  c.constant_output.clear();
+  for (graph::ValueId v : g.outputs) {
+    const graph::ValueId storage = g.storage_of(v);
+    c.constant_output.push_back(
+        g.value(v).origin == graph::ValueOrigin::Constant ||
+        (storage != graph::kNoValue && g.value(storage).origin == graph::ValueOrigin::Constant));
+  }
+}
+
+void InferenceSession::load_plan() {
+  const std::string& path = options_.plan_path;
+  try {
+    plan_header_ = detail::plan_header(*model_, options_).dump();
+  } catch (const std::exception& e) {
+    stats_.diagnostics.push_back(
+        fmt::format("{}: no saved plan for this session: {}", options_.plan_path, e.what()));
+    return;
+  }
+  std::error_code missing;
+  if (!std::filesystem::exists(path, missing)) return;  // the first session writes it
+  try {
+    for (detail::PlanEntry& e :
+         detail::read_plan(path, nlohmann::json::parse(plan_header_), *model_)) {
+      auto c = std::make_unique<Compiled>();
+      c->saved = std::move(e);
+      if (!c->eager()) prepare(*c);
+      std::string key = detail::key_string(c->saved.key);
+      bool known = false;
+      for (const auto& entry : cache_) known = known || entry.first == key;
+      if (!known) cache_.emplace_back(std::move(key), std::move(c));
+    }
+  } catch (const std::exception& e) {
+    cache_.clear();
+    stats_.diagnostics.push_back(fmt::format(
+        "saved plan not used, graphs are rebuilt and the plan rewritten: {}", e.what()));
+    return;
+  }
+  stats_.plan_graphs_loaded = static_cast<int64_t>(cache_.size());
+}
+
+void InferenceSession::save_plan() {
+  if (plan_header_.empty()) return;  // the header could not be made: diagnosed at load
+  std::vector<const detail::PlanEntry*> entries;
+  for (const auto& entry : cache_) entries.push_back(&entry.second->saved);
+  std::vector<std::string> notes;
+  try {
+    detail::write_plan(options_.plan_path, nlohmann::json::parse(plan_header_), entries, notes);
+    ++stats_.plan_writes;
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("{}: the plan is not saved: {}", options_.plan_path, e.what()));
+  }
+  // Each fault once, not at every rewrite.
+  for (std::string& note : notes) {
+    auto& d = stats_.diagnostics;
+    if (std::find(d.begin(), d.end(), note) == d.end()) d.push_back(std::move(note));
+  }
 }
 
 InferenceSession::~InferenceSession() = default;
@@ -128,26 +198,25 @@ std::vector<Tensor> InferenceSession::run(
   ++stats_.runs;
   const SessionThreads threads(options_.threads);
   // 2. The cache key: every input's dtype and shape, and the values of value-keyed inputs.
-  std::string key;
+  std::vector<detail::KeyPart> parts;
   std::vector<Tensor> args;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    key += shape_string(t);
+    parts.push_back({.type = shape_string(t), .value = std::nullopt});
     if (model_->value_keyed[i]) {
-      key += "=";
-      key.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+      parts.back().value = std::string(static_cast<const char*>(t.data_ptr()), t.nbytes());
     } else {
       args.push_back(t);
     }
-    key += ";";
   }
+  std::string key = detail::key_string(parts);
   Compiled* entry = nullptr;
   for (auto& [k, c] : cache_) {
     if (k == key) entry = c.get();
   }
-  if (entry != nullptr && !entry->eager) {
+  if (entry != nullptr && !entry->eager()) {
     ++stats_.replays;
-    last_graph_ = &entry->graph;
+    last_graph_ = &entry->saved.graph;
     std::vector<Tensor> outs = entry->executor->run(args);
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (entry->constant_output[i]) outs[i] = outs[i].clone();
@@ -162,19 +231,20 @@ std::vector<Tensor> InferenceSession::run(
   // 3. A new key: run eagerly under the tracer, then optimize and plan what it recorded.
   NoGradGuard no_grad;
   auto compiled = std::make_unique<Compiled>();
+  compiled->saved.key = std::move(parts);
   std::vector<Tensor> outputs;
   std::string failure;
   {
     graph::Tracer tracer(args);
     outputs = detail::run_nodes(*model_, inputs);
-    compiled->graph = tracer.finish(outputs);
+    compiled->saved.graph = tracer.finish(outputs);
     if (!tracer.ok()) failure = tracer.failure();
   }
   ++stats_.traces;
   if (failure.empty()) {
-    graph::Graph& g = compiled->graph;
+    graph::Graph& g = compiled->saved.graph;
     state_to_constants(g);
-    std::vector<int32_t> pairs;
+    std::vector<int32_t>& pairs = compiled->saved.pairs;
     if (options_.optimize) {
       graph::PassOptions passes{.disabled = options_.disable_passes, .inference = true};
       if (options_.inter_op) {
@@ -184,31 +254,21 @@ std::vector<Tensor> InferenceSession::run(
       }
       pairs = run_passes(g, passes).interop.paired_first();
     }
-    if (options_.arena) {
-      compiled->plan = graph::plan_memory(g, pairs);
-      compiled->executor = std::make_unique<graph::Executor>(g, compiled->plan, pairs);
-    } else {
-      compiled->executor = std::make_unique<graph::Executor>(g, pairs);
-    }
-    for (graph::ValueId v : g.outputs) {
-      const graph::ValueId storage = g.storage_of(v);
-      compiled->constant_output.push_back(
-          g.value(v).origin == graph::ValueOrigin::Constant ||
-          (storage != graph::kNoValue && g.value(storage).origin == graph::ValueOrigin::Constant));
-    }
+    prepare(*compiled);
     // The tensors the tracer bound are the graph's constants now: the caller gets copies.
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (compiled->constant_output[i]) outputs[i] = outputs[i].clone();
     }
     last_graph_ = &g;
   } else {
-    compiled->eager = true;
-    compiled->graph = {};
+    compiled->saved.eager = failure;
+    compiled->saved.graph = {};
     last_graph_ = nullptr;
     stats_.diagnostics.push_back(
         fmt::format("{}: running eagerly for inputs {}: {}", file, "(this shape)", failure));
   }
   cache_.emplace_back(std::move(key), std::move(compiled));
+  if (!options_.plan_path.empty()) save_plan();
   return outputs;
 }
 

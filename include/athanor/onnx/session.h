@@ -24,6 +24,8 @@
 // - run() checks every input against the model's declaration: an unknown or missing name, a
 //   wrong dtype, rank or fixed dimension throws a ValueError naming the input and its expected
 //   type ("float32[N,3,224,224]", symbolic dimensions by name).
+// - With SessionOptions::plan_path, the graphs built are saved, and a later session (another
+//   process) loads them instead of tracing and optimizing again.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,14 @@ struct SessionOptions {
   // (calibrated on this machine once per process) predicts a gain (graph/interop.h). Off: nodes
   // run one after another, each with all `threads` (ONNX Runtime's "sequential").
   bool inter_op = false;
+  // A saved optimized plan (empty: none), like ONNX Runtime's optimized_model_filepath or
+  // OpenVINO's model cache. When the file exists and was made for this model, this athanor
+  // build, CPU ISA, oneDNN and these options, the constructor loads its graphs — one per input
+  // key, after the passes, weights packed — and those keys replay at once, without tracing or
+  // optimizing. A plan that does not match, or fails any check (checksums, the graph verifier,
+  // every node's shape rule), is ignored with a line in stats().diagnostics. Each time run()
+  // builds a graph for a new key, the file is rewritten (atomically) with every cached one.
+  std::string plan_path;
 };
 
 // A declared input or output: dims are -1 where symbolic or unknown (dim_names says which name).
@@ -67,9 +77,11 @@ struct TensorInfo {
 
 struct SessionStats {
   int64_t runs = 0;
-  int64_t traces = 0;      // runs that built a graph
-  int64_t replays = 0;     // runs that replayed one
-  int64_t eager_runs = 0;  // runs of keys that cannot be recorded
+  int64_t traces = 0;              // runs that built a graph
+  int64_t replays = 0;             // runs that replayed one
+  int64_t eager_runs = 0;          // runs of keys that cannot be recorded
+  int64_t plan_graphs_loaded = 0;  // keys the constructor read from SessionOptions::plan_path
+  int64_t plan_writes = 0;         // times run() rewrote the plan
   std::vector<std::string> diagnostics;
 };
 
@@ -100,6 +112,10 @@ class InferenceSession {
   SessionOptions options_;
   std::vector<std::pair<std::string, std::unique_ptr<Compiled>>> cache_;
   SessionStats stats_;
+  std::string plan_header_;  // JSON: what a saved plan must have been made for (empty: no plan)
+  void prepare(Compiled& c) const;
+  void load_plan();
+  void save_plan();
   const graph::Graph* last_graph_ = nullptr;
 };
 
