@@ -7,10 +7,20 @@
 #include <athanor/ops/conv_blocked.h>
 #include <gtest/gtest.h>
 
+#include "support/op_table.h"
+
 namespace ath {
 namespace {
 
 using L = ActivationLayout;
+
+// Float32-only inference kernels: their op-table rows are the tests below, against float64
+// conv2d and pooling.
+const testing::CoveredElsewhere covered[] = {{"conv_pack_weight", "test_conv_blocked.cpp"},
+                                             {"conv_blocked", "test_conv_blocked.cpp"},
+                                             {"to_blocked", "test_conv_blocked.cpp"},
+                                             {"from_blocked", "test_conv_blocked.cpp"},
+                                             {"pool_blocked", "test_conv_blocked.cpp"}};
 
 std::vector<ActivationLayout> layouts_here() {
   if (cpu_isa() >= CpuIsa::Avx512) return {L::Nhwc, L::Blocked8, L::Blocked16};

@@ -4,10 +4,17 @@
 #include <athanor/ops/linear_packed.h>
 #include <gtest/gtest.h>
 
+#include "support/op_table.h"
+
 namespace ath {
 namespace {
 
 Tensor f64(const Tensor& t) { return t.to(kFloat64); }
+
+// Float32-only inference kernels: their op-table rows are the tests below, against float64
+// linear.
+const testing::CoveredElsewhere covered[] = {{"linear_pack_weight", "test_linear_packed.cpp"},
+                                             {"linear_packed", "test_linear_packed.cpp"}};
 
 TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
   manual_seed(5);
