@@ -97,11 +97,16 @@ inline bool scalar_is(const Graph& g, ValueId v, double want, double tol = 0) {
 }
 
 // Collects a pass's changes and applies them in one rewrite(): nodes removed, values replaced,
-// nodes mutated in place (through node()), and new nodes placed just before an existing one.
+// nodes mutated in place (through node()), and new nodes placed just before or after an existing
+// one.
 class GraphEdit {
  public:
   explicit GraphEdit(Graph& g)
-      : g_(g), keep_(g.nodes.size(), true), before_(g.nodes.size()), replace_(g.values.size()) {
+      : g_(g),
+        keep_(g.nodes.size(), true),
+        before_(g.nodes.size()),
+        after_(g.nodes.size()),
+        replace_(g.values.size()) {
     std::fill(replace_.begin(), replace_.end(), kNoValue);
   }
 
@@ -109,7 +114,9 @@ class GraphEdit {
   Node& node(int32_t k) { return g_.nodes[static_cast<std::size_t>(k)]; }
   void remove(int32_t k) { keep_[static_cast<std::size_t>(k)] = false; }
   bool removed(int32_t k) const { return !keep_[static_cast<std::size_t>(k)]; }
-  // Every read of `from` reads `to` instead (`from` must have `to`'s type and layout).
+  // Every read of `from` reads `to` instead. The node that makes `from` must be removed (else
+  // two nodes would define `to`), and `to` must have from's type; a different layout is fine
+  // where only kernels read `from` (they take inputs of any strides).
   void replace(ValueId from, ValueId to) { replace_[static_cast<std::size_t>(from)] = to; }
 
   ValueId constant(const Tensor& t) {
@@ -125,10 +132,16 @@ class GraphEdit {
                               std::vector<ValueId> inputs) {
     return insert_erased(at, op, op.clone_attrs(&attrs), std::move(inputs));
   }
+  // The same, just after node `at` (after the nodes inserted after it so far).
+  template <class A>
+  std::vector<ValueId> insert_after(int32_t at, const Op<A>& op, const A& attrs,
+                                    std::vector<ValueId> inputs) {
+    return insert_erased(at, op, op.clone_attrs(&attrs), std::move(inputs), true);
+  }
   std::vector<ValueId> insert_erased(int32_t at, const OpDef& op, std::shared_ptr<const void> attrs,
-                                     std::vector<ValueId> inputs) {
+                                     std::vector<ValueId> inputs, bool after = false) {
     std::vector<ValueId> out = g_.add_node_erased(op, std::move(attrs), std::move(inputs));
-    before_[static_cast<std::size_t>(at)].push_back(std::move(g_.nodes.back()));
+    (after ? after_ : before_)[static_cast<std::size_t>(at)].push_back(std::move(g_.nodes.back()));
     g_.nodes.pop_back();
     replace_.resize(g_.values.size(), kNoValue);
     ++inserted_;
@@ -147,6 +160,7 @@ class GraphEdit {
     for (std::size_t k = 0; k < g_.nodes.size(); ++k) {
       for (Node& n : before_[k]) nodes.push_back(std::move(n));
       if (keep_[k]) nodes.push_back(std::move(g_.nodes[k]));
+      for (Node& n : after_[k]) nodes.push_back(std::move(n));
     }
     g_.nodes = std::move(nodes);
     rewrite(g_, std::vector<bool>(g_.nodes.size(), true), replace_);
@@ -155,7 +169,7 @@ class GraphEdit {
  private:
   Graph& g_;
   std::vector<bool> keep_;
-  std::vector<std::vector<Node>> before_;
+  std::vector<std::vector<Node>> before_, after_;
   std::vector<ValueId> replace_;
   int inserted_ = 0;
 };

@@ -32,70 +32,18 @@
 #include "athanor/ops/views.h"
 #include "athanor/tensor/grad_mode.h"
 #include "graph_edit.h"
+#include "layout_chain.h"
 
 namespace ath::graph {
 
 namespace {
 
+using detail::Chain;
+using detail::element_numbers;
 using detail::GraphEdit;
-
-constexpr std::size_t kMaxChain = 24;
-
-// The layout nodes from a base value up to v (in the order they run), each reading the previous
-// value as input 0 and nothing else but constants: views, clone, and index_select of a
-// one-element constant index.
-struct Chain {
-  ValueId base = kNoValue;
-  std::vector<int32_t> nodes;
-  bool copies = false;  // a clone or index_select on the way
-};
-
-bool layout_op(const Graph& g, const Node& n) {
-  if (n.outputs.size() != 1 || n.inputs.empty() || n.attr_source) return false;
-  if (n.op == &op_view() || n.op == &op_permute() || n.op == &op_slice() || n.op == &op_select() ||
-      n.op == &op_clone())
-    return n.inputs.size() == 1;
-  if (n.op == &op_index_select() && n.inputs.size() == 2) {
-    const Tensor idx = detail::constant_value(g, n.inputs[1]);
-    return idx.defined() && idx.numel() == 1;
-  }
-  return false;
-}
-
-Chain layout_chain(const Graph& g, ValueId v) {
-  Chain c{.base = v};
-  while (c.nodes.size() < kMaxChain) {
-    const Node* p = detail::producer(g, c.base);
-    if (p == nullptr || !layout_op(g, *p)) break;
-    c.nodes.push_back(g.value(c.base).node);
-    c.copies = c.copies || p->op == &op_clone() || p->op == &op_index_select();
-    c.base = p->inputs[0];
-  }
-  std::reverse(c.nodes.begin(), c.nodes.end());
-  return c;
-}
-
-// Element numbers of the base's elements (row-major), shaped like the base.
-Tensor element_numbers(const Shape& shape) {
-  return arange(numel(shape)).view(shape);  // int64
-}
-
-// What the chain reads, as element numbers of its base.
-Tensor run_chain(const Graph& g, const Chain& c) {
-  Tensor t = element_numbers(g.value(c.base).meta.shape);
-  for (int32_t k : c.nodes) {
-    const Node& n = g.nodes[static_cast<std::size_t>(k)];
-    std::vector<Tensor> in{t};
-    for (std::size_t i = 1; i < n.inputs.size(); ++i)
-      in.push_back(detail::constant_value(g, n.inputs[i]));
-    t = n.op->run(TensorSpan(in), n.attrs.get())[0];
-  }
-  return t;
-}
-
-bool same_numbers(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && equal(a.contiguous(), b.contiguous());
-}
+using detail::layout_chain;
+using detail::run_chain;
+using detail::same_numbers;
 
 struct SplitKey {
   ValueId base;
@@ -237,9 +185,18 @@ class Heads {
 
 }  // namespace
 
+namespace detail {
+int heads_batch_first(Graph& g);  // heads_batch_first.cpp
+}
+
 int convert_attention_heads(Graph& g) {
   if (g.nodes.empty() || detail::writes_memory(g)) return 0;
-  return Heads(g).run();
+  const int changed = Heads(g).run();
+  if (changed == 0) return 0;
+  // The chains the heads ops replaced go first: the batch-first step asks who reads what.
+  eliminate_dead_code(g);
+  if (detail::heads_batch_first(g) > 0) eliminate_dead_code(g);
+  return changed;
 }
 
 }  // namespace ath::graph
