@@ -1,9 +1,6 @@
-// Op-table rows: linear_relu, linear_gelu and convolution_relu, the fused-epilogue forms the
-// compiler's "epilogue" and "gelu" passes make. References: the float64 product / direct
-// convolution loops, then max(0, .) or x Phi(x); gradients against finite differences (the
-// inputs keep pre-activations away from ReLU's kink at 0).
-#include <cmath>
-
+// Op-table rows: linear_relu and convolution_relu, the fused-epilogue forms the compiler's
+// "epilogue" pass makes. References: the float64 product / direct convolution loops, then max(0,
+// .); gradients against finite differences (the inputs keep pre-activations away from 0).
 #include "ops/conv_reference.h"
 #include "support/op_table.h"
 #include "support/reference.h"
@@ -18,8 +15,8 @@ Tensor relu_ref(const Tensor& y) {
   return make_f64(y.shape(), v);
 }
 
-// x @ w^T + b for x [rows, in] (any leading dims), w [out, in].
-Tensor linear_ref(const Tensors& x) {
+// max(0, x @ w^T + b) for x [rows, in] (any leading dims), w [out, in].
+Tensor linear_relu_ref(const Tensors& x) {
   const Tensor& w = x[1];
   const int64_t out = w.shape()[0], in = w.shape()[1];
   const int64_t rows = x[0].numel() / in;
@@ -35,17 +32,7 @@ Tensor linear_ref(const Tensors& x) {
     }
   Shape shape(x[0].shape().begin(), x[0].shape().end() - 1);
   shape.push_back(out);
-  return make_f64(shape, y);
-}
-
-Tensor linear_relu_ref(const Tensors& x) { return relu_ref(linear_ref(x)); }
-
-// x * Phi(x) of the float64 product.
-Tensor linear_gelu_ref(const Tensors& x) {
-  const Tensor y = linear_ref(x);
-  std::vector<double> v = values(y);
-  for (double& e : v) e = 0.5 * e * (1.0 + std::erf(e / std::sqrt(2.0)));
-  return make_f64(y.shape(), v);
+  return relu_ref(make_f64(shape, y));
 }
 
 }  // namespace
@@ -71,21 +58,6 @@ ATH_OP_ROWS(epilogue) {
           .inputs({In::randn({3, 4}).strided(), In::randn({2, 4}).strided()})
           .call([](const Tensors& x) { return linear_relu(x[0], x[1]); })
           .ref(linear_relu_ref),
-      Row("linear_gelu", "bias")
-          .inputs({In::randn({2, 3, 4}), In::randn({5, 4}), In::randn({5})})
-          .call([](const Tensors& x) { return linear_gelu(x[0], x[1], x[2]); })
-          .ref(linear_gelu_ref)
-          .dtypes({kFloat32, kFloat64, kBFloat16})
-          .tol(1e-5, 1e-5)
-          .bad("feature mismatch",
-               [] {
-                 linear_gelu(zeros({2, 3}), zeros({5, 4}));
-               }),
-      Row("linear_gelu", "no_bias_strided")
-          .inputs({In::randn({3, 4}).strided(), In::randn({2, 4}).strided()})
-          .call([](const Tensors& x) { return linear_gelu(x[0], x[1]); })
-          .ref(linear_gelu_ref)
-          .tol(1e-5, 1e-5),
       Row("convolution_relu", "bias_pad")
           .inputs({In::randn({2, 3, 5, 5}), In::randn({4, 3, 3, 3}), In::randn({4})})
           .call([pad1](const Tensors& x) { return convolution_relu(x[0], x[1], x[2], pad1); })

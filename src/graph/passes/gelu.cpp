@@ -10,20 +10,12 @@
 // pattern, and every shape must be x's (the constants are one-element scalars). Runs before
 // "fuse", which would otherwise merge the tail into a fused_pointwise node.
 //
-// Then a gelu (this pattern's or any other exact one) whose input is a linear's result, read by
-// nothing else (through one view), makes that linear a linear_gelu (ops/epilogue.h): oneDNN
-// applies the GELU as it writes the product, and the pre-activation is never stored.
-//
 // Not bit-identical: gelu evaluates Phi(x) by a polynomial (gelu_math.h, within 2 ulp of the
-// float64 value), where the pattern rounds after each of its five steps; linear_gelu by oneDNN's
-// erf polynomial.
+// float64 value), where the pattern rounds after each of its five steps.
 #include <array>
 
 #include "athanor/ops/activations.h"
-#include "athanor/ops/epilogue.h"
-#include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
-#include "athanor/ops/views.h"
 #include "graph_edit.h"
 
 namespace ath::graph {
@@ -105,38 +97,6 @@ struct Matcher {
   }
 };
 
-// gelu(linear(...)) [through one view] -> linear_gelu: the GELU as oneDNN's eltwise post-op.
-int fuse_linear_gelu(Graph& g) {
-  const ValueUses uses = detail::value_uses(g);
-  GraphEdit edit(g);
-  int changed = 0;
-  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& n = g.nodes[k];
-    if (n.op != &op_gelu() || n.attr_source || n.inputs.size() != 1 ||
-        static_cast<const GeluAttrs*>(n.attrs.get())->approximate != GeluApprox::None)
-      continue;
-    ValueId v = n.inputs[0];
-    int32_t reader = static_cast<int32_t>(k);
-    const Node* p = detail::producer(g, v);
-    ValueId result = v;  // what the GELU's readers read instead
-    if (p != nullptr && p->op == &op_view() && uses.only(v, reader)) {
-      reader = g.value(v).node;
-      v = p->inputs[0];
-      p = detail::producer(g, v);
-    }
-    if (p == nullptr || p->op != &op_linear() || p->attr_source || !uses.only(v, reader) ||
-        g.value(v).meta.dtype != g.value(n.outputs[0]).meta.dtype)
-      continue;
-    Node& lin = edit.node(g.value(v).node);
-    lin.op = &op_linear_gelu();
-    edit.replace(n.outputs[0], result);
-    edit.remove(static_cast<int32_t>(k));
-    ++changed;
-  }
-  edit.finish();
-  return changed;
-}
-
 }  // namespace
 
 int fuse_gelu(Graph& g) {
@@ -174,7 +134,7 @@ int fuse_gelu(Graph& g) {
     ++changed;
   }
   edit.finish();
-  return changed + fuse_linear_gelu(g);
+  return changed;
 }
 
 }  // namespace ath::graph

@@ -1,12 +1,10 @@
-// linear_relu, linear_gelu and convolution_relu: linear / convolution with an activation
-// epilogue (epilogue.h). The shape rules and the input gradients are linear's and convolution's
-// (epilogue_shared.h), given the output gradient through the activation.
+// linear_relu and convolution_relu: linear / convolution with a ReLU epilogue (epilogue.h). The
+// shape rules and the input gradients are linear's and convolution's (epilogue_shared.h), given
+// the output gradient masked by y > 0.
 #include "athanor/ops/epilogue.h"
 
-#include "athanor/ops/activations.h"
 #include "athanor/ops/comparison.h"
 #include "athanor/ops/dispatch.h"
-#include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
 #include "epilogue_shared.h"
 
@@ -37,27 +35,6 @@ const Op<NoAttrs>& op_linear_relu() {
   return op;
 }
 
-const Op<NoAttrs>& op_linear_gelu() {
-  static const auto& op = define_op<NoAttrs>({
-      .name = "linear_gelu",
-      .kind = OpKind::Opaque,
-      .num_inputs = -1,
-      .autocast = AutocastPolicy::LowPrecision,
-      .save_inputs = 0b111,
-      .infer = detail::linear_spec,
-      .backward =
-          [](BackwardContext& ctx, const NoAttrs&) {
-            // GELU's derivative needs the pre-activation: recomputed, not kept.
-            const Tensor pre = ctx.num_inputs() == 3
-                                   ? linear(ctx.input(0), ctx.input(1), ctx.input(2))
-                                   : linear(ctx.input(0), ctx.input(1));
-            detail::linear_backward(
-                ctx, call1(op_gelu_backward(), {ctx.grad_output(0), pre}, GeluAttrs{}));
-          },
-  });
-  return op;
-}
-
 const Op<ConvAttrs>& op_convolution_relu() {
   static const auto& op = define_op<ConvAttrs>({
       .name = "convolution_relu",
@@ -82,11 +59,6 @@ const Op<ConvAttrs>& op_convolution_relu() {
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
   if (bias) return call1(op_linear_relu(), {x, weight, *bias});
   return call1(op_linear_relu(), {x, weight});
-}
-
-Tensor linear_gelu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias) {
-  if (bias) return call1(op_linear_gelu(), {x, weight, *bias});
-  return call1(op_linear_gelu(), {x, weight});
 }
 
 Tensor convolution_relu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,

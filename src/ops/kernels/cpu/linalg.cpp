@@ -22,7 +22,7 @@ void addmm_kernel(TensorSpan in, std::span<Tensor> out, const AddmmAttrs& at) {
 
 // x [..., in] as rows [R, in] (a view when its strides allow, else a copy), weight [out, in]
 // read transposed in place, the output viewed as [R, out], bias [out] fused.
-void linear_into(TensorSpan in, std::span<Tensor> out, GemmEpilogue epilogue) {
+void linear_into(TensorSpan in, std::span<Tensor> out, bool relu) {
   const Tensor &x = in[0], &w = in[1];
   const int64_t k = w.shape()[1], n = w.shape()[0];
   int64_t rows = 1;
@@ -36,17 +36,14 @@ void linear_into(TensorSpan in, std::span<Tensor> out, GemmEpilogue epilogue) {
   Tensor wt =
       make_view(w, Shape{k, n}, Strides{w.strides()[1], w.strides()[0]}, w.storage_offset());
   Tensor c = make_view(out[0], Shape{rows, n}, Strides{n, 1}, out[0].storage_offset());
-  gemm({.a = x2, .b = wt, .c = c, .bias = in.size() == 3 ? in[2] : Tensor(), .epilogue = epilogue});
+  gemm({.a = x2, .b = wt, .c = c, .bias = in.size() == 3 ? in[2] : Tensor(), .relu = relu});
 }
 
 void linear_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  linear_into(in, out, GemmEpilogue::None);
+  linear_into(in, out, false);
 }
 void linear_relu_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  linear_into(in, out, GemmEpilogue::Relu);
-}
-void linear_gelu_kernel(TensorSpan in, std::span<Tensor> out, const NoAttrs&) {
-  linear_into(in, out, GemmEpilogue::Gelu);
+  linear_into(in, out, true);
 }
 
 const bool registered = [] {
@@ -59,8 +56,6 @@ const bool registered = [] {
                                               []<class T>() { return &linear_kernel; });
   register_cpu<float, double, BFloat16, Half>(op_linear_relu(),
                                               []<class T>() { return &linear_relu_kernel; });
-  register_cpu<float, double, BFloat16, Half>(op_linear_gelu(),
-                                              []<class T>() { return &linear_gelu_kernel; });
   return true;
 }();
 

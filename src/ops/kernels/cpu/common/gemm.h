@@ -1,7 +1,7 @@
 // The one batched matrix product behind mm, bmm, matmul, addmm and linear:
 //
 //   c[i] = alpha * a[i] @ b[i] + beta * bias      for every batch index i of c
-//   (then max(c, 0) or the exact GELU of c: the epilogues of linear_relu and linear_gelu)
+//   (then max(c, 0) with `relu`: the epilogue of the compiler's fused linear_relu)
 //
 // a is [..., M, K], b [..., K, N], c [batch..., M, N] (contiguous, allocated by the caller);
 // a's and b's batch dims are right-aligned against c's and broadcast (size 1 or stride 0);
@@ -14,15 +14,12 @@
 
 namespace ath::kernels {
 
-// An activation applied to c as it is written (oneDNN's eltwise post-op).
-enum class GemmEpilogue : uint8_t { None, Relu, Gelu };
-
 struct GemmArgs {
   Tensor a, b;
   Tensor c;
   Tensor bias;  // undefined: none
   double alpha = 1, beta = 1;
-  GemmEpilogue epilogue = GemmEpilogue::None;
+  bool relu = false;  // a ReLU epilogue (oneDNN's eltwise post-op)
 };
 
 // Dispatches on c's dtype: float32 (and bfloat16 where oneDNN has kernels for it) to oneDNN,

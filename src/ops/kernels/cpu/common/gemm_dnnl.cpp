@@ -93,12 +93,6 @@ Layout bias_layout(const Tensor& bias, const Shape& c_shape) {
 
 enum class BiasMode : int64_t { None, Fused, Prefilled };
 
-// The epilogue as a second pass over c (paths that do not run a oneDNN post-op).
-void apply_epilogue(const GemmArgs& g) {
-  if (g.epilogue == GemmEpilogue::Relu) Tensor(g.c).copy_(ath::relu(g.c));
-  if (g.epilogue == GemmEpilogue::Gelu) Tensor(g.c).copy_(ath::gelu(g.c));
-}
-
 // The fixed partition of the output for the non-brgemm path, into `count` blocks of `block`
 // along one dim (the last block may be shorter): the outermost batch dim when there is a batch
 // (whole matrices per call, nothing packed twice), else rows (dim nd-2) or, for an output wider
@@ -154,16 +148,13 @@ struct MatmulEntry : CachedPrimitive {
 };
 
 void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double alpha, double beta,
-           GemmEpilogue act) {
+           bool relu) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
   dnnl::post_ops ops;
   if (mode == BiasMode::Prefilled) ops.append_sum(static_cast<float>(beta));
-  if (act == GemmEpilogue::Relu)
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  if (act == GemmEpilogue::Gelu)
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   if (ops.len() > 0) attr.set_post_ops(ops);
   try {
     dnnl::matmul::primitive_desc pd;
@@ -188,21 +179,21 @@ void build(MatmulEntry& e, DType t, BiasMode mode, const Layout* bias, double al
 std::shared_ptr<MatmulEntry> make_entry(DType t, const Layout& a, const Layout& b,
                                         const Shape& c_shape, const Strides& c_strides,
                                         const Layout* bias, BiasMode mode, double alpha,
-                                        double beta, GemmEpilogue act) {
+                                        double beta, bool relu) {
   auto e = std::make_shared<MatmulEntry>();
   e->a = strided_md(a.sizes, a.strides, t);
   e->b = strided_md(b.sizes, b.strides, t);
   e->c = strided_md(c_shape, c_strides, t);
-  build(*e, t, mode, bias, alpha, beta, act);
+  build(*e, t, mode, bias, alpha, beta, relu);
   // oneDNN's fast kernels take a per-column bias only; for others a prefilled output and a
   // sum post-op beat its reference kernel by orders of magnitude.
   if (!e->brgemm && mode == BiasMode::Fused)
-    build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0, act);
+    build(*e, t, BiasMode::Prefilled, bias, alpha, 1.0, relu);
   return e;
 }
 
 Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, BiasMode mode,
-                   double alpha, double beta, GemmEpilogue act) {
+                   double alpha, double beta, bool relu) {
   const std::size_t nd = cs.size();
   Blocks blocks{.split = fixed_split(cs, a.sizes[nd - 1])};
   const Split& split = blocks.split;
@@ -216,7 +207,7 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
     if (splits(a, split.dim, nd, true)) sa.sizes[split.dim] = extent;
     if (splits(b, split.dim, nd, false)) sb.sizes[split.dim] = extent;
     return make_entry(t, sa, sb, sc, contiguous_strides(cs), nullptr, block_mode, alpha, block_beta,
-                      act);
+                      relu);
   };
   blocks.full = entry_for(split.block);
   const int64_t tail = cs[split.dim] - (split.count - 1) * split.block;
@@ -227,15 +218,15 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
 std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const Layout& b,
                                                  const Shape& c_shape, const Layout* bias,
                                                  BiasMode mode, double alpha, double beta,
-                                                 GemmEpilogue act) {
+                                                 bool relu) {
   PrimitiveKey key(PrimKind::Matmul);
   key.add(t).add(a.sizes).add(a.strides).add(b.sizes).add(b.strides).add(c_shape);
-  key.add(static_cast<int64_t>(mode)).add(alpha).add(beta).add(static_cast<int64_t>(act));
+  key.add(static_cast<int64_t>(mode)).add(alpha).add(beta).add(static_cast<int64_t>(relu));
   if (bias != nullptr) key.add(bias->sizes).add(bias->strides);
   return cached_primitive<MatmulEntry>(key, [&] {
     auto e =
-        make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta, act);
-    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta, act);
+        make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta, relu);
+    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta, relu);
     return e;
   });
 }
@@ -294,7 +285,7 @@ void gemm_dnnl(const GemmArgs& g) {
     } else {
       Tensor(g.c).copy_(g.bias);
       if (beta != 1) Tensor(g.c).mul_(beta);
-      apply_epilogue(g);
+      if (g.relu) Tensor(g.c).copy_(ath::relu(g.c));
     }
     return;
   }
@@ -308,7 +299,7 @@ void gemm_dnnl(const GemmArgs& g) {
   std::optional<Layout> lbias;
   if (mode == BiasMode::Fused) lbias = bias_layout(g.bias, cs);
   auto entry = get_primitive(t, *la, *lb, cs, lbias ? &*lbias : nullptr, mode, g.alpha,
-                             mode == BiasMode::Prefilled ? beta : 0.0, g.epilogue);
+                             mode == BiasMode::Prefilled ? beta : 0.0, g.relu);
   if (!entry->brgemm && !(a.is_contiguous() && b.is_contiguous())) {
     // Padded rows or permuted batches send oneDNN to its reference or gemm:jit kernels,
     // which are slower and split K across threads: dense copies avoid both.
@@ -333,7 +324,7 @@ void gemm(const GemmArgs& args) {
   if (dnnl_supports(t)) return gemm_dnnl(g);
   if (t == kFloat64) {
     gemm_blocked(g);
-    apply_epilogue(g);  // the float64 reference path: a second pass
+    if (g.relu) Tensor(g.c).copy_(ath::relu(g.c));  // the float64 reference path: a second pass
     return;
   }
   ATH_CHECK(t == kFloat16 || t == kBFloat16, NotImplementedError,
