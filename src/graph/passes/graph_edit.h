@@ -16,6 +16,7 @@
 
 #include "athanor/graph/graph.h"
 #include "athanor/graph/passes.h"
+#include "constant_value.h"
 
 namespace ath::graph::detail {
 
@@ -68,19 +69,6 @@ inline const Tensor* constant_tensor(const Graph& g, ValueId v) {
   const Value& val = g.value(v);
   if (val.origin != ValueOrigin::Constant) return nullptr;
   return &g.constants[static_cast<std::size_t>(val.index)];
-}
-
-// The tensor of a constant, or of a view node's result over one (an index reshaped by the
-// exporter: fold leaves views alone); undefined otherwise.
-inline Tensor constant_value(const Graph& g, ValueId v, int depth = 0) {
-  if (const Tensor* t = constant_tensor(g, v)) return *t;
-  const Node* p = producer(g, v);
-  if (p == nullptr || depth > 8 || p->op->kind != OpKind::View || p->inputs.size() != 1 ||
-      p->outputs.size() != 1 || p->attr_source)
-    return Tensor();
-  const Tensor in = constant_value(g, p->inputs[0], depth + 1);
-  if (!in.defined()) return Tensor();
-  return p->op->run(TensorSpan(&in, 1), p->attrs.get())[0];
 }
 
 // The value of a one-element floating constant, or nullopt.
