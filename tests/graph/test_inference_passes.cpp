@@ -205,11 +205,23 @@ TEST(InferencePasses, AScaleOnTheScoresMovesIntoTheSoftmax) {
 struct ExportedHeads {
   static constexpr int64_t L = 5, B = 2, H = 2, D = 4, E = H * D;
   Graph g;
-  Tensor w_out = randn({E, E});
+  Tensor w_out = randn({E, E}), w_in = randn({3 * E, E});
 
-  ExportedHeads() {
-    const ValueId x = g.add_argument({{L, B, 3 * E}, kFloat32});
-    const ValueId y = g.add_node(op_relu(), NoAttrs{}, {x})[0];  // a projection's fresh result
+  // projected: y = linear(clone(permute(z))) over z [B, L, E], and the out-projection's result
+  // transposed back and added to z (the exporter's whole block); else y = relu(x [L, B, 3E]) and
+  // the out-projection's result is the output.
+  explicit ExportedHeads(bool projected = false) {
+    ValueId y, z = kNoValue;
+    if (projected) {
+      z = g.add_node(op_relu(), NoAttrs{}, {g.add_argument({{B, L, E}, kFloat32})})[0];
+      ValueId t = g.add_node(op_permute(), PermuteAttrs{.dims = {1, 0, 2}}, {z})[0];
+      t = g.add_node(op_clone(), NoAttrs{}, {t})[0];
+      t = g.add_node(op_view(), ShapeAttrs{.shape = {L * B, E}}, {t})[0];
+      y = g.add_node(op_linear(), NoAttrs{}, {t, g.add_constant(w_in)})[0];
+    } else {
+      const ValueId x = g.add_argument({{L, B, 3 * E}, kFloat32});
+      y = g.add_node(op_relu(), NoAttrs{}, {x})[0];  // a projection's fresh result
+    }
     ValueId t = g.add_node(op_view(), ShapeAttrs{.shape = {L, B, 3, E}}, {y})[0];
     t = g.add_node(op_view(), ShapeAttrs{.shape = {1, L, B, 3, E}}, {t})[0];
     t = g.add_node(op_permute(), PermuteAttrs{.dims = {3, 1, 2, 0, 4}}, {t})[0];
@@ -229,7 +241,14 @@ struct ExportedHeads {
     ValueId m = g.add_node(op_permute(), PermuteAttrs{.dims = {2, 0, 1, 3}}, {o})[0];
     m = g.add_node(op_clone(), NoAttrs{}, {m})[0];
     m = g.add_node(op_view(), ShapeAttrs{.shape = {L * B, E}}, {m})[0];
-    g.outputs = {g.add_node(op_linear(), NoAttrs{}, {m, g.add_constant(w_out)})[0]};
+    const ValueId out = g.add_node(op_linear(), NoAttrs{}, {m, g.add_constant(w_out)})[0];
+    if (!projected) {
+      g.outputs = {out};
+      return;
+    }
+    ValueId r = g.add_node(op_view(), ShapeAttrs{.shape = {L, B, E}}, {out})[0];
+    r = g.add_node(op_permute(), PermuteAttrs{.dims = {1, 0, 2}}, {r})[0];
+    g.outputs = {g.add_node(op_add(), AlphaAttrs{}, {z, r})[0]};
   }
 };
 
@@ -248,6 +267,30 @@ TEST(InferencePasses, HeadSplitAndMergeBecomeOneCopyEach) {
       const auto& a = *static_cast<const HeadsAttrs*>(n.attrs.get());
       EXPECT_EQ(a.heads, 2);
       EXPECT_FALSE(a.batch_first);  // the exporter's [L, B, ...] order
+    }
+  }
+  EXPECT_TRUE(bits_equal(run_planned(g, args), before));
+}
+
+// The exporter's block on [L, B, E] rows over a batch-first x: after the split and merge, the
+// in-projection reads x itself (no transposing copy) and the out-projection writes the
+// batch-first rows the residual add reads.
+TEST(InferencePasses, HeadsMakeASequenceFirstBlockBatchFirst) {
+  manual_seed(5);
+  ExportedHeads h(/*projected=*/true);
+  Graph& g = h.g;
+  const std::vector<Tensor> args{randn({2, 5, 8})};
+  const std::vector<Tensor> before = run_planned(g, args);
+  EXPECT_EQ(apply(g, convert_attention_heads), 4);
+  EXPECT_EQ(g.count("clone") + g.count("index_select"), 0) << g.to_text();
+  EXPECT_EQ(g.count("permute"), 1) << g.to_text();  // k^T's, a view the product reads
+  EXPECT_EQ(g.count("linear"), 2);
+  for (const Node& n : g.nodes) {
+    if (n.op == &op_split_heads() || n.op == &op_merge_heads()) {
+      EXPECT_TRUE(static_cast<const HeadsAttrs*>(n.attrs.get())->batch_first) << g.to_text();
+    }
+    if (n.op == &op_add()) {  // the residual add reads the product dense
+      EXPECT_EQ(g.value(n.inputs[1]).strides, contiguous_strides(g.value(n.inputs[1]).meta.shape));
     }
   }
   EXPECT_TRUE(bits_equal(run_planned(g, args), before));
