@@ -95,7 +95,8 @@ class Heads {
     if (uv.meta.shape.size() != 4) return;
     const Chain c = layout_chain(g_, u);
     const Value& base = val(c.base);
-    if (!c.copies || base.origin != ValueOrigin::Node || base.storage != c.base ||
+    if (!c.copies || numel(base.meta.shape) > detail::kMaxNumbered ||
+        base.origin != ValueOrigin::Node || base.storage != c.base ||
         base.strides != contiguous_strides(base.meta.shape))
       return;
     Tensor numbers;
@@ -162,7 +163,8 @@ class Heads {
     const Chain c = layout_chain(g_, x);
     const Shape s = val(c.base).meta.shape;  // [B, H, L, d]
     const Shape xs = val(x).meta.shape;
-    if (!c.copies || s.size() != 4 || numel(s) != numel(xs)) return;
+    if (!c.copies || s.size() != 4 || numel(s) != numel(xs) || numel(s) > detail::kMaxNumbered)
+      return;
     const Tensor numbers = run_chain(g_, c);
     for (const bool bf : {true, false}) {
       const Tensor want = merge_heads({element_numbers(s)}, bf);

@@ -53,7 +53,7 @@ bool split_batch_first(const Graph& g, const ValueUses& uses, GraphEdit& edit, i
   const Chain c = layout_chain(g, x);
   const Shape zs = g.value(c.base).meta.shape;
   const int64_t len = ps[0], batch = ps[1], k_in = g.value(x).meta.shape.back();
-  if (!c.copies || numel(zs) != len * batch * k_in ||
+  if (!c.copies || numel(zs) != len * batch * k_in || numel(zs) > kMaxNumbered ||
       g.value(c.base).strides != contiguous_strides(zs))
     return false;
   const Tensor rows = element_numbers({batch, len, k_in}).permute({1, 0, 2});
@@ -109,6 +109,7 @@ bool merge_batch_first(const Graph& g, const ValueUses& uses, GraphEdit& edit, i
   if (!constant_weight_linear(g, lin) || lin.inputs[0] != x) return false;
   const ValueId y = lin.outputs[0];
   const int64_t n = g.value(y).meta.shape.back();
+  if (numel(g.value(y).meta.shape) > kMaxNumbered) return false;
   std::vector<ValueId> exits;
   if (!view_exits(g, uses, y, exits) || exits.empty()) return false;
   // Where each element of the product lands in the batch-first product.
