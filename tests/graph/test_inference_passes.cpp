@@ -296,6 +296,45 @@ TEST(InferencePasses, HeadsMakeASequenceFirstBlockBatchFirst) {
   EXPECT_TRUE(bits_equal(run_planned(g, args), before));
 }
 
+// split -> q k^T -> attention_softmax -> . v -> merge over one projection: one self_attention.
+TEST(InferencePasses, AttentionCoreOverAPackedProjectionBecomesSelfAttention) {
+  manual_seed(6);
+  for (const bool bf : {true, false}) {
+    Graph g;
+    const ValueId x = g.add_argument({{3, 6, 24}, kFloat32});
+    const HeadsAttrs split{.heads = 2, .parts = 3, .batch_first = bf};
+    const std::vector<ValueId> qkv = g.add_node(op_split_heads(), split, {x});
+    const ValueId kt = g.add_node(op_permute(), PermuteAttrs{.dims = {0, 1, 3, 2}}, {qkv[1]})[0];
+    const ValueId s = g.add_node(op_matmul(), NoAttrs{}, {qkv[0], kt})[0];
+    const ValueId p = g.add_node(op_attention_softmax(),
+                                 AttentionSoftmaxAttrs{.scale = 0.35, .causal = true}, {s})[0];
+    const ValueId o = g.add_node(op_matmul(), NoAttrs{}, {p, qkv[2]})[0];
+    const HeadsAttrs merge{.heads = 2, .parts = 1, .batch_first = bf};
+    g.outputs = {g.add_node(op_merge_heads(), merge, {o})[0]};
+    const std::vector<Tensor> args{randn({3, 6, 24})};
+    const std::vector<Tensor> before = run_planned(g, args);
+    EXPECT_EQ(apply(g, fuse_self_attention), 1);
+    EXPECT_EQ(g.nodes.size(), 1u) << g.to_text();
+    const auto& a = *static_cast<const SelfAttentionAttrs*>(g.nodes[0].attrs.get());
+    EXPECT_EQ(a.heads, 2);
+    EXPECT_EQ(a.scale, 0.35);
+    EXPECT_TRUE(a.causal);
+    EXPECT_EQ(a.batch_first, bf);
+    EXPECT_TRUE(allclose(run_planned(g, args)[0], before[0], {.rtol = 1e-5, .atol = 1e-6}));
+  }
+  // A probability matrix read by something else too (an output) keeps the unfused ops.
+  Graph g;
+  const ValueId x = g.add_argument({{3, 6, 24}, kFloat32});
+  const std::vector<ValueId> qkv =
+      g.add_node(op_split_heads(), HeadsAttrs{.heads = 2, .parts = 3}, {x});
+  const ValueId kt = g.add_node(op_permute(), PermuteAttrs{.dims = {0, 1, 3, 2}}, {qkv[1]})[0];
+  const ValueId s = g.add_node(op_matmul(), NoAttrs{}, {qkv[0], kt})[0];
+  const ValueId p = g.add_node(op_softmax(), SoftmaxAttrs{.dim = 3}, {s})[0];
+  const ValueId o = g.add_node(op_matmul(), NoAttrs{}, {p, qkv[2]})[0];
+  g.outputs = {g.add_node(op_merge_heads(), HeadsAttrs{.heads = 2}, {o})[0], p};
+  EXPECT_EQ(fuse_self_attention(g), 0);
+}
+
 TEST(InferencePasses, HeadsLeavesChainsThatReadOtherElements) {
   // The same block with parts taken in another order from a [L, B, E, 3] layout: q is not
   // what split_heads calls part 0, so nothing is rewritten.

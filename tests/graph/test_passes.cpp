@@ -292,9 +292,9 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   g.outputs.push_back(g.add_node(op_add(), AlphaAttrs{}, {a, b})[0]);
   const PassReport r = run_passes(g);
   EXPECT_EQ(r.nodes_before, 4);
-  // "remat" runs only under a budget; linear, gelu, attention, heads, select_view, bn_fold,
-  // blocked_layout and pack_linear only with PassOptions::inference.
-  ASSERT_EQ(r.passes.size(), pass_names().size() - 9);
+  // "remat" runs only under a budget; linear, gelu, attention, heads, self_attention,
+  // select_view, bn_fold, blocked_layout and pack_linear only with PassOptions::inference.
+  ASSERT_EQ(r.passes.size(), pass_names().size() - 10);
   EXPECT_EQ(pass_names().back(), "interop");  // last: it orders what the others made
   EXPECT_EQ(pass_names()[pass_names().size() - 2], "remat");
   EXPECT_EQ(r.passes[2].name, "cse");

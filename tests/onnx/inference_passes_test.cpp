@@ -3,9 +3,8 @@
 // causal mask: MatMul + Add projections, the packed q/k/v cut by Reshape, Unsqueeze, Transpose,
 // Squeeze and Gather, q and k^T each scaled by sqrt(scale), an additive -inf mask, the output's
 // Transpose -> Reshape before a Gemm, all on [L, B, E] rows, and GELU as Div, Erf, Add, Mul, Mul.
-// Optimized, the layer is linear nodes, one split_heads, attention_softmax (causal), merge_heads
-// and gelu, batch-first with no transposing copy, and its result equals the unoptimized
-// session's and the registry ops composed by hand.
+// Optimized, the layer is linear nodes, gelu and one self_attention (batch-first: no transposing
+// copy), and its result equals the unoptimized session's and the registry ops composed by hand.
 #include <athanor/athanor.h>
 #include <athanor/graph/graph.h>
 #include <athanor/onnx/session.h>
@@ -147,14 +146,41 @@ TEST(InferencePasses, ExportedEncoderLayerRunsOnFusedOps) {
   const graph::Graph& g = *s.last_graph();
   // In-projection, out-projection, two FF (pack_linear then packs each weight).
   EXPECT_EQ(linears(g), 4) << g.to_text();
+  EXPECT_EQ(g.count("gelu"), 1) << g.to_text();
+  EXPECT_EQ(g.count("self_attention"), 1) << g.to_text();
+  for (const char* gone : {"mm", "matmul", "erf", "softmax", "attention_softmax", "index_select",
+                           "mul", "div", "clone", "permute", "split_heads", "merge_heads"})
+    EXPECT_EQ(g.count(gone), 0) << gone << "\n" << g.to_text();
+  for (const graph::Node& n : g.nodes) {
+    if (n.op->name == "self_attention") {
+      const auto& a = *static_cast<const SelfAttentionAttrs*>(n.attrs.get());
+      EXPECT_EQ(a.heads, 2);
+      EXPECT_TRUE(a.causal);
+      EXPECT_TRUE(a.batch_first);  // the heads pass made the exporter's [L, B, E] block batch-first
+      EXPECT_NEAR(a.scale, 0.5, 1e-7);  // 1 / sqrt(4)
+    }
+  }
+}
+
+// Without self_attention, the pieces it replaces: one split_heads, attention_softmax (causal),
+// merge_heads, batch-first, with no transposing copy.
+TEST(InferencePasses, ExportedEncoderLayerPiecesWithoutSelfAttention) {
+  manual_seed(23);
+  const ExportedEncoderLayer layer;
+  const std::string path = layer.save();
+  InferenceSession s(path, {.threads = 2, .disable_passes = {"self_attention"}});
+  InferenceSession plain(path, {.optimize = false});
+  const Tensor x = randn({2, 6, 8});
+  EXPECT_TRUE(
+      allclose(s.run({{"x", x}})[0], plain.run({{"x", x}})[0], {.rtol = 1e-5, .atol = 1e-6}));
+  const graph::Graph& g = *s.last_graph();
   EXPECT_EQ(g.count("split_heads"), 1) << g.to_text();
   EXPECT_EQ(g.count("merge_heads"), 1) << g.to_text();
   EXPECT_EQ(g.count("attention_softmax"), 1) << g.to_text();
-  EXPECT_EQ(g.count("gelu"), 1) << g.to_text();
   EXPECT_EQ(g.count("matmul"), 2) << g.to_text();  // q k^T and p v
   // Batch-first throughout: the only permute left is k^T's (a view the product reads).
   EXPECT_EQ(g.count("permute"), 1) << g.to_text();
-  for (const char* gone : {"mm", "erf", "softmax", "index_select", "mul", "div", "clone"})
+  for (const char* gone : {"clone", "index_select", "softmax", "mul"})
     EXPECT_EQ(g.count(gone), 0) << gone << "\n" << g.to_text();
   for (const graph::Node& n : g.nodes) {
     if (n.op->name == "split_heads" || n.op->name == "merge_heads") {
@@ -163,7 +189,7 @@ TEST(InferencePasses, ExportedEncoderLayerRunsOnFusedOps) {
     if (n.op->name == "attention_softmax") {
       const auto& a = *static_cast<const AttentionSoftmaxAttrs*>(n.attrs.get());
       EXPECT_TRUE(a.causal);
-      EXPECT_NEAR(a.scale, 0.5, 1e-7);  // 1 / sqrt(4)
+      EXPECT_NEAR(a.scale, 0.5, 1e-7);
     }
   }
 }
@@ -171,8 +197,8 @@ TEST(InferencePasses, ExportedEncoderLayerRunsOnFusedOps) {
 TEST(InferencePasses, OffByNameKeepsTheExportedOps) {
   manual_seed(22);
   const ExportedEncoderLayer layer;
-  InferenceSession s(layer.save(),
-                     {.disable_passes = {"linear", "gelu", "attention", "heads", "select_view"}});
+  InferenceSession s(layer.save(), {.disable_passes = {"linear", "gelu", "attention", "heads",
+                                                       "self_attention", "select_view"}});
   const Tensor x = randn({2, 6, 8});
   EXPECT_TRUE(allclose(s.run({{"x", x}})[0], layer.reference(x), {.rtol = 1e-5, .atol = 1e-5}));
   const graph::Graph& g = *s.last_graph();

@@ -38,6 +38,10 @@
 // |               | permute -> clone -> view of an attention output feeding a linear       |
 // |               | becomes merge_heads. Checked by running both on element numbers.       |
 // |               | Bit-identical                                                          |
+// | self_         | inference only: split_heads -> matmul(q, k^T) -> attention_softmax ->  |
+// |   attention   | matmul(., v) -> merge_heads over one packed projection becomes one     |
+// |               | self_attention node (ops/attention.h): scores stay in cache, q/k/v are |
+// |               | read in place. Within a few ulp                                        |
 // | select_view   | inference only: index_select of one constant index becomes a slice     |
 // |               | (a view) where every view reading it still works on the strided      |
 // |               | slice. Bit-identical                                                   |
@@ -99,6 +103,7 @@ int fuse_matmul_linear(Graph& g);
 int fuse_gelu(Graph& g);
 int fuse_attention_softmax(Graph& g);
 int convert_attention_heads(Graph& g);
+int fuse_self_attention(Graph& g);
 int convert_selects_to_views(Graph& g);
 int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);

@@ -30,6 +30,7 @@ const std::vector<NamedPass>& passes() {
       {"gelu", fuse_gelu, true},
       {"attention", fuse_attention_softmax, true},
       {"heads", convert_attention_heads, true},
+      {"self_attention", fuse_self_attention, true},
       {"select_view", convert_selects_to_views, true},
       {"log_softmax_nll", fuse_log_softmax_nll},
       {"bn_fold", fold_batch_norms, true},
