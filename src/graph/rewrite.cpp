@@ -38,6 +38,18 @@ void rewrite(Graph& g, const std::vector<bool>& keep, const std::vector<ValueId>
     b.grad = resolve(b.grad);
     live[static_cast<std::size_t>(b.grad)] = true;
   }
+  // A value's buffer owner, through replacements: a view of a replaced value now views the
+  // replacement's buffer, which is not the replacement itself when that is a view too.
+  for (std::size_t v = 0; v < g.values.size(); ++v) {
+    if (!live[v] || g.values[v].storage == kNoValue) continue;
+    ValueId s = resolve(g.values[v].storage);
+    for (std::size_t hops = 0; hops < g.values.size(); ++hops) {
+      const ValueId up = g.values[static_cast<std::size_t>(s)].storage;
+      if (up == kNoValue || up == s) break;
+      s = resolve(up);
+    }
+    g.values[v].storage = s;
+  }
   // Renumber canonically, so a rewritten graph prints like one built in its new form: inputs
   // (arguments, state, constants) first in their old order, then each node's results in schedule
   // order. Constants are re-slotted.

@@ -99,6 +99,44 @@ Row split_row(std::string label, In x, int64_t heads, int64_t parts, int64_t p, 
       .ref([=](const Tensors& t) { return split_ref(t[0], heads, parts, p, bf); });
 }
 
+// self_attention(x [d0, d1, 3 heads d]): per (batch, head), softmax(scale q k^T [causal]) v with
+// q, k, v the three parts of x, merged back to [d0, d1, heads d].
+Tensor self_attention_ref(const Tensor& x, int64_t heads, double scale, bool causal, bool bf) {
+  const int64_t d0 = x.size(0), d1 = x.size(1), w = x.size(2), e = w / 3, d = e / heads;
+  const int64_t b = bf ? d0 : d1, len = bf ? d1 : d0;
+  const std::vector<double> xv = values(x);
+  std::vector<double> out(static_cast<std::size_t>(d0 * d1 * e));
+  auto row = [&](int64_t bi, int64_t l) { return bf ? bi * d1 + l : l * d1 + bi; };
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t n = causal ? i + 1 : len;
+        std::vector<double> p(static_cast<std::size_t>(n));
+        double m = -std::numeric_limits<double>::infinity(), z = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += xv[row(bi, i) * w + h * d + c] * xv[row(bi, j) * w + e + h * d + c];
+          p[j] = scale * s;
+          m = std::max(m, p[j]);
+        }
+        for (int64_t j = 0; j < n; ++j) z += p[j] = std::exp(p[j] - m);
+        for (int64_t c = 0; c < d; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < n; ++j) acc += p[j] * xv[row(bi, j) * w + 2 * e + h * d + c];
+          out[row(bi, i) * e + h * d + c] = acc / z;
+        }
+      }
+  return make_f64({d0, d1, e}, out);
+}
+
+Row self_attention_row(std::string label, In x, int64_t heads, double scale, bool causal, bool bf) {
+  return Row("self_attention", std::move(label))
+      .inputs({std::move(x)})
+      .call([=](const Tensors& t) { return self_attention(t[0], heads, scale, causal, bf); })
+      .ref([=](const Tensors& t) { return self_attention_ref(t[0], heads, scale, causal, bf); });
+}
+
 }  // namespace
 
 ATH_OP_ROWS(attention) {
@@ -169,6 +207,25 @@ ATH_OP_ROWS(attention) {
                [] {
                  merge_heads({zeros({2, 3, 2})});
                }),
+      self_attention_row("causal_batch_first", In::randn({2, 5, 24}), 2, 0.5, true, true)
+          .dtypes({kFloat32, kFloat64, kBFloat16, kFloat16})
+          .bad("features not divisible",
+               [] {
+                 self_attention(zeros({2, 3, 10}), 2, 1.0);
+               })
+          .bad("not 3-D",
+               [] {
+                 self_attention(zeros({2, 12}), 2, 1.0);
+               })
+          .bad("integer projection",
+               [] {
+                 self_attention(zeros({2, 3, 12}, kInt64), 2, 1.0);
+               }),
+      self_attention_row("seq_first_strided", In::randn({4, 3, 36}).strided(), 3, 0.3, false,
+                         false),
+      // 37 rows (a short last row block), head dim 20 (not a multiple of 16), causal.
+      self_attention_row("long_odd_head_dim", In::randn({2, 37, 120}), 2, 0.2, true, true)
+          .no_gradcheck(),
       Row("merge_heads", "one_part_seq_first_strided")
           .inputs({In::randn({3, 2, 4, 5}).strided()})
           .call([](const Tensors& t) { return merge_heads(t, false); })

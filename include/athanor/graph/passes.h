@@ -22,6 +22,29 @@
 // | cse           | merges nodes that compute the same op, attributes and inputs, when no  |
 // |               | write between them reaches an input and none of their results is       |
 // |               | written later                                                          |
+// | linear        | inference only: mm/matmul by a constant weight W [K, N] (through a     |
+// |               | view) and the add of a constant bias along the last dim become        |
+// |               | linear(x, W^T, bias) (W^T a new constant): oneDNN adds the bias; a      |
+// |               | product without one becomes linear too. Bit-identical                  |
+// | gelu          | inference only: x * 0.5 * (1 + erf(x / sqrt 2)), in the orders          |
+// |               | exporters write it (mul by 1/sqrt 2, 0.5 first, division by 2), becomes |
+// |               | one gelu node (ops/activations.h). Within 2 ulp, not bit-identical     |
+// | attention     | inference only: softmax(matmul(q*c1, k^T*c2) [*c3 or /c3] [+ M]) with  |
+// |               | one-element constants c and M a constant exactly-causal mask (0 on and |
+// |               | below the diagonal, -inf above) becomes attention_softmax(matmul(q,   |
+// |               | k^T), c1*c2*c3, causal) (ops/attention.h). Within a few ulp            |
+// | heads         | inference only: attention operands cut out of one projection by chains |
+// |               | of views, index_selects and clones become split_heads outputs; a      |
+// |               | permute -> clone -> view of an attention output feeding a linear       |
+// |               | becomes merge_heads. Checked by running both on element numbers.       |
+// |               | Bit-identical                                                          |
+// | self_         | inference only: split_heads -> matmul(q, k^T) -> attention_softmax ->  |
+// |   attention   | matmul(., v) -> merge_heads over one packed projection becomes one     |
+// |               | self_attention node (ops/attention.h): scores stay in cache, q/k/v are |
+// |               | read in place. Within a few ulp                                        |
+// | select_view   | inference only: index_select of one constant index becomes a slice     |
+// |               | (a view) where every view reading it still works on the strided      |
+// |               | slice. Bit-identical                                                   |
 // | log_softmax_  | log_softmax -> nll_loss (and their backward ops) become cross_entropy  |
 // |   nll         | and cross_entropy_backward: the log-probabilities are never stored.    |
 // |               | Not bit-identical (within a few ulp): off by name where bits must match |
@@ -75,6 +98,13 @@ namespace ath::graph {
 int fold_constants(Graph& g);
 int simplify(Graph& g);
 int eliminate_common_subexpressions(Graph& g);
+// Inference only (PassOptions::inference): see the table above.
+int fuse_matmul_linear(Graph& g);
+int fuse_gelu(Graph& g);
+int fuse_attention_softmax(Graph& g);
+int convert_attention_heads(Graph& g);
+int fuse_self_attention(Graph& g);
+int convert_selects_to_views(Graph& g);
 int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);
 // Inference only (PassOptions::inference): see the table above.

@@ -12,6 +12,10 @@
 //   Tensor packed = randn({2, 5, 3 * 32});
 //   auto qkv = split_heads(packed, /*heads=*/4, /*parts=*/3);   // [B, L, 3E] -> 3 x [B, 4, L, d]
 //   assert(y.size(3) == 3 && qkv.size() == 3 && qkv[0].size(3) == 8);
+//   Tensor a = self_attention(packed, 4, 0.125, /*causal=*/true);  // [2, 5, 32], all heads
+//   Tensor a_ref = merge_heads({scaled_dot_product_attention(
+//       qkv[0], qkv[1], qkv[2], {.is_causal = true, .scale = 0.125})});
+//   assert(allclose(a, a_ref, {.rtol = 1e-4, .atol = 1e-5}));
 //
 // softmax(q k^T * scale + mask) v, as torch.nn.functional.scaled_dot_product_attention (2.x)
 // defines it: a bool mask keeps the positions where it is true (others get -inf), a floating
@@ -53,6 +57,24 @@ struct HeadsAttrs {
 };
 const Op<HeadsAttrs>& op_split_heads();  // (x) -> (part 0, part 1, part 2)
 const Op<HeadsAttrs>& op_merge_heads();  // (part 0 [, part 1 [, part 2]]) -> merged
+
+// Self-attention over a packed projection in one op: split_heads(x, heads, 3, batch_first), then
+// softmax(q k^T * scale [causal]) v per head, then merge_heads — x [d0, d1, 3 * E] (q, k, v
+// parts, as split_heads reads them) to [d0, d1, E]. Each head's scores are made, normalized and
+// used while they are in cache, and q, k, v are read from x in place: no [B, H, L, L] tensor
+// and no head copies are written. The inference pass "self_attention" (graph/passes.h) puts it
+// where those five ops were; not bit-identical to them (its own products' summation order).
+Tensor self_attention(const Tensor& x, int64_t heads, double scale, bool causal = false,
+                      bool batch_first = true);
+
+struct SelfAttentionAttrs {
+  int64_t heads = 1;
+  double scale = 1.0;
+  bool causal = false;
+  bool batch_first = true;
+  bool operator==(const SelfAttentionAttrs&) const = default;
+};
+const Op<SelfAttentionAttrs>& op_self_attention();  // (x) -> out
 
 // softmax over the last dim of scale * x, where with `causal` row i of each [L, S] matrix keeps
 // only columns j <= i (the others get probability 0; no mask tensor is built). One pass per row:

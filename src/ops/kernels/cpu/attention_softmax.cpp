@@ -7,6 +7,8 @@
 // masked half of a causal score matrix costs one store per element and no exp. One thread owns
 // a row and sums it in a fixed order (lane_sum), so results do not depend on the thread count.
 // float32 rows run in loops compiled per ISA (isa_dispatch.h); 16-bit floats compute in float.
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "athanor/core/parallel.h"
@@ -14,6 +16,7 @@
 #include "common/isa_dispatch.h"
 #include "common/nn_common.h"
 #include "common/register.h"
+#include "common/softmax_row.h"
 
 namespace ath::kernels {
 namespace {
@@ -51,14 +54,7 @@ ATH_ISA_BODY void softmax_rows_f32_body(const float* xp, float* yp, int64_t r0, 
                                         bool causal, float scale) {
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = causal ? std::min(row % r.l + 1, r.len) : r.len;
-    const float* xr = xp + row * r.len;
-    float* yr = yp + row * r.len;
-    const float m = lane_max<float>(n, [xr, scale](int64_t j) { return scale * xr[j]; });
-    const float s = lane_sum<float>(
-        n, [xr, yr, m, scale](int64_t j) { return yr[j] = exp_fast(scale * xr[j] - m); });
-    const float inv = 1.0f / s;
-    for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
-    for (int64_t j = n; j < r.len; ++j) yr[j] = 0.0f;
+    softmax_row_f32(xp + row * r.len, yp + row * r.len, n, r.len, scale);
   }
 }
 

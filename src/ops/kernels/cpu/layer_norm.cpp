@@ -1,6 +1,7 @@
 // CPU kernels for layer_norm and layer_norm_backward. x is viewed as [M, N] rows (N = the
 // normalized elements); statistics accumulate in double, elementwise math runs in float
-// (double for float64).
+// (double for float64). The float32 forward's rows run in loops compiled per ISA
+// (isa_dispatch.h; this file builds without FMA contraction, so every copy rounds alike).
 //
 // Memory contract. Forward: reads each row twice (moments, in cache-sized chunks; then the
 // normalization, usually still in cache), writes y once and mean/rstd per row. Backward: reads
@@ -12,11 +13,46 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/nn_functional.h"
+#include "common/isa_dispatch.h"
 #include "common/nn_common.h"
 #include "common/register.h"
 
 namespace ath::kernels {
 namespace {
+
+// Rows [r0, r1) of the float32 forward, compiled per ISA (isa_dispatch.h; the baseline copy was
+// the only one, and an inference step spent a tenth of its time here). A row of up to
+// kMomentChunk elements is one chunk of run_moments, computed inline with its exact arithmetic
+// (its merge with the empty set returns the chunk's moments), so every copy gives the bits the
+// generic loop below gives.
+ATH_ISA_BODY void layer_norm_rows_f32_body(const float* xp, float* yp, float* mp, float* rp,
+                                           const float* wp, const float* bp, int64_t n, double eps,
+                                           int64_t r0, int64_t r1) {
+  for (int64_t i = r0; i < r1; ++i) {
+    const float* xr = xp + i * n;
+    float* yr = yp + i * n;
+    double mean, m2;
+    if (n > 0 && n <= kMomentChunk) {
+      mean = lane_sum<double>(n, [xr](int64_t j) { return double(xr[j]); }) / double(n);
+      m2 = lane_sum<double>(n, [xr, mean](int64_t j) {
+        const double d = double(xr[j]) - mean;
+        return d * d;
+      });
+    } else {
+      const Moments mo = run_moments(xr, n);
+      mean = mo.mean;
+      m2 = mo.m2;
+    }
+    const float mu = float(mean), r = float(1.0 / std::sqrt(m2 / double(n) + eps));
+    mp[i] = mu;
+    rp[i] = r;
+    for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * r * wp[j] + bp[j];
+  }
+}
+ATH_ISA_DISPATCH(layer_norm_rows_f32,
+                 (const float* xp, float* yp, float* mp, float* rp, const float* wp,
+                  const float* bp, int64_t n, double eps, int64_t r0, int64_t r1),
+                 (xp, yp, mp, rp, wp, bp, n, eps, r0, r1))
 
 template <class T>
 void layer_norm_kernel(TensorSpan in, std::span<Tensor> out, const LayerNormAttrs& a) {
@@ -31,6 +67,12 @@ void layer_norm_kernel(TensorSpan in, std::span<Tensor> out, const LayerNormAttr
   C* rp = out[2].data<C>();
   const C *wp = w.data(), *bp = b.data();
   const int64_t grain = std::max<int64_t>(1, kPointwiseGrain / std::max<int64_t>(n, 1));
+  if constexpr (std::is_same_v<T, float>) {
+    parallel_for(0, m, grain, [&](int64_t begin, int64_t end) {
+      layer_norm_rows_f32(xp, yp, mp, rp, wp, bp, n, a.eps, begin, end);
+    });
+    return;
+  }
   parallel_for(0, m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const T* xr = xp + i * n;
