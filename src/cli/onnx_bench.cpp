@@ -158,6 +158,10 @@ void print_report(const nlohmann::json& r, std::ostream& out) {
   out << fmt::format("session: {} runs, {} traced, {} replayed, {} eager\n",
                      r["runs"].get<int64_t>(), r["traces"].get<int64_t>(),
                      r["replays"].get<int64_t>(), r["eager_runs"].get<int64_t>());
+  if (r["plan_graphs_loaded"].get<int64_t>() > 0 || r["plan_writes"].get<int64_t>() > 0) {
+    out << fmt::format("saved plan: {} graphs loaded, written {} times\n",
+                       r["plan_graphs_loaded"].get<int64_t>(), r["plan_writes"].get<int64_t>());
+  }
   for (const auto& d : r["diagnostics"]) out << "note: " << d.get<std::string>() << "\n";
 }
 
@@ -166,7 +170,7 @@ void print_report(const nlohmann::json& r, std::ostream& out) {
 nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
   check_options(o);
   const Clock::time_point load_start = Clock::now();
-  onnx::InferenceSession session(o.model, {.threads = o.threads});
+  onnx::InferenceSession session(o.model, {.threads = o.threads, .plan_path = o.plan});
   const Clock::time_point load_end = Clock::now();
   const Inputs in = make_inputs(o, session.inputs());  // untimed: not the model's work
 
@@ -220,6 +224,8 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
           {"traces", stats.traces},
           {"replays", stats.replays},
           {"eager_runs", stats.eager_runs},
+          {"plan_graphs_loaded", stats.plan_graphs_loaded},
+          {"plan_writes", stats.plan_writes},
           {"diagnostics", diagnostics}};
 }
 

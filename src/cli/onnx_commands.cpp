@@ -20,6 +20,10 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->type_name("DIR");
   c.run->add_option("--threads", r.threads, "Intra-op threads (0: the machine's cores)")
       ->capture_default_str();
+  c.run
+      ->add_option("--plan", r.plan,
+                   "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
+      ->type_name("FILE");
   c.run->footer("\nExample: athanor run model.onnx --input image=x.npy --output y.npy");
 
   c.bench = app.add_subcommand("bench", "Measure an ONNX model's latency and throughput");
@@ -44,6 +48,10 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->capture_default_str();
   c.bench->add_option("--seed", b.seed, "Seed of the random inputs")->capture_default_str();
   c.bench->add_flag("--json", b.json, "Print one JSON object instead of the report");
+  c.bench
+      ->add_option("--plan", b.plan,
+                   "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
+      ->type_name("FILE");
   c.bench->footer(
       "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "
       "shape inputs from files with --input NAME=FILE.npy.\nExample: athanor bench model.onnx "

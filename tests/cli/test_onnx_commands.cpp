@@ -135,6 +135,23 @@ TEST(CliOnnx, BenchPrintsAReportOrOneJsonObject) {
   }
 }
 
+// --plan: the first command writes the plan, the next one (a new process, usually) replays it.
+TEST(CliOnnx, RunAndBenchSaveAndLoadAPlan) {
+  testing::TempDir dir;
+  const std::string plan = dir.file("conv.plan");
+  write_npy(dir.file("x.npy"), onnx::read_tensor_file(kConv + "test_data_set_0/input_0.pb").tensor);
+  const CmdResult run = athanor({"run", kConv + "model.onnx", "--input", dir.file("x.npy"),
+                                 "--output", dir.file("y.npy"), "--plan", plan});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const CmdResult bench = athanor({"bench", kConv + "model.onnx", "--json", "--iterations", "2",
+                                   "--warmup", "0", "--plan", plan});
+  ASSERT_EQ(bench.status, 0) << bench.err;
+  const nlohmann::json r = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(r["plan_graphs_loaded"], 1) << bench.out;
+  EXPECT_EQ(r["traces"], 0);
+  EXPECT_EQ(r["plan_writes"], 0);
+}
+
 TEST(CliOnnx, BenchRefusesBadOptionsWithStatusTwo) {
   const std::string model = kConv + "model.onnx";
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{

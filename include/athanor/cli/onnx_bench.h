@@ -4,6 +4,7 @@
 //   // $ athanor bench resnet.onnx --batch 8 --threads 2 --iterations 200
 //   // $ athanor bench bert.onnx --shape input_ids=1x128 --input input_ids=ids.npy --json
 //   // $ athanor bench model.onnx --duration 10            # measure for 10 s instead
+//   // $ athanor bench model.onnx --plan model.plan        # first_run_ms from a saved plan
 //
 // What it does: loads the model and runs it once (first_run_ms: session construction through
 // the first run() — load, trace, optimize, plan, first execution), runs --warmup more times
@@ -51,13 +52,14 @@ struct OnnxBenchOptions {
   int threads = 0;                  // intra-op threads; 0: the machine's (OpenMP's default)
   uint64_t seed = 0;                // of the random inputs
   bool json = false;                // one JSON object on out instead of the report
+  std::string plan;                 // a saved plan (SessionOptions::plan_path); empty: none
 };
 
 // Runs the benchmark and returns its figures as one JSON object: p50_ms p90_ms p99_ms min_ms
 // max_ms mean_ms throughput_per_s first_run_ms batch threads iterations warmup duration_s (the
 // timed runs' wall time), model, inputs ([{name, type, source: "random" | file}]), and the
-// session's stats (runs traces replays eager_runs diagnostics). Throws ath::Error subclasses
-// for a bad model, option or input.
+// session's stats (runs traces replays eager_runs plan_graphs_loaded plan_writes diagnostics).
+// Throws ath::Error subclasses for a bad model, option or input.
 nlohmann::json onnx_bench(const OnnxBenchOptions& options);
 
 // The command: prints the report (or, with json, the object on one line) to out; returns the

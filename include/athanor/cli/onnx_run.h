@@ -38,6 +38,7 @@ struct OnnxRunOptions {
   std::vector<std::string> outputs;  // "NAME=FILE.npy", or "FILE.npy" for a one-output model
   std::string output_dir;            // non-empty: every output as <dir>/<name>.npy
   int threads = 0;                   // intra-op threads; 0: the machine's (OpenMP's default)
+  std::string plan;                  // a saved plan (SessionOptions::plan_path); empty: none
 };
 
 // Loads, runs and writes; returns the exit status. A missing or malformed model, input file or
