@@ -29,6 +29,8 @@ namespace {
 
 constexpr std::array<const char*, 4> kOrigins = {"argument", "state", "constant", "node"};
 constexpr std::array<const char*, 3> kWrites = {"none", "into_self", "inputs"};
+static_assert(static_cast<int>(ValueOrigin::Node) == 3 && static_cast<int>(WriteKind::Inputs) == 2,
+              "the names above follow the enums' order");
 // No real tensor comes near these; a record past them is corrupt, and the checks below may then
 // multiply sizes without overflowing.
 constexpr int64_t kMaxDim = int64_t{1} << 40;
@@ -294,9 +296,10 @@ void check_loaded_graph(const Graph& g, std::span<const int32_t> pairs) {
   int64_t widest = 1;
   for (const Value& val : g.values) {
     const int64_t bytes = span_bytes(val.meta, val.strides);
-    ATH_CHECK(bytes >= 0, FormatError, "a value {} spans too many bytes",
+    const int64_t dense = span_bytes(val.meta, contiguous_strides(val.meta.shape));
+    ATH_CHECK(bytes >= 0 && dense >= 0, FormatError, "a value {} spans too many bytes",
               graph::type_string(val.meta, val.strides));
-    widest = std::max({widest, bytes, span_bytes(val.meta, contiguous_strides(val.meta.shape))});
+    widest = std::max({widest, bytes, dense});
   }
   const std::shared_ptr<StorageImpl> buffer =
       StorageImpl::allocate(static_cast<std::size_t>(widest));

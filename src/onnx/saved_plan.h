@@ -53,7 +53,8 @@ struct PlanEntry {
 
 // What a plan must have been made for, as JSON: the athanor version and library build, the
 // model (its file's size and CRC-32, and its external data's), the CPU ISA kernels use, the
-// convolution channel block, oneDNN's version (packed weights are in its formats) and the
+// convolutions' activation layout and whether Winograd may run (ATH_CONV_WINOGRAD), oneDNN's
+// version (packed weights are in its formats) and the
 // session options that shape the graph (threads, optimize, disable_passes, inter_op). A plan
 // whose header differs in any field is not used. The model must have been loaded with its
 // checksum (load_model's `checksum`).

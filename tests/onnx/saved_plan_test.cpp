@@ -171,6 +171,25 @@ TEST(SavedPlan, SecondSessionReplaysTheCnnWithoutTracing) {
   EXPECT_TRUE(b.stats().diagnostics.empty()) << joined(b.stats().diagnostics);
 }
 
+// With inter_op the plan holds the pairs the cost model chose (whatever it chose on this
+// machine), and the loading session runs the same schedule.
+TEST(SavedPlan, InterOpPairsAreSaved) {
+  const std::string model = save_cnn("plan_inter_op");
+  const std::string plan = fresh_plan(model);
+  const SessionOptions options{.threads = 2, .inter_op = true, .plan_path = plan};
+  const Tensor x = randn({2, 3, 12, 12});
+  InferenceSession a(model, options);
+  a.run({{"x", x}});
+  const Tensor want = a.run({{"x", x}})[0];
+  InferenceSession b(model, options);
+  EXPECT_EQ(b.stats().plan_graphs_loaded, 1);
+  EXPECT_TRUE(same_bits(b.run({{"x", x}})[0], want));
+  EXPECT_EQ(b.stats().traces, 0);
+  expect_same_graph(*a.last_graph(), *b.last_graph());
+  const json saved = json::parse(load_safetensors(plan).metadata.at("athanor_plan"));
+  EXPECT_TRUE(saved["graphs"][0]["pairs"].is_array());
+}
+
 TEST(SavedPlan, FusedPointwiseGraphsReplayFromThePlan) {
   const std::string model = save_pointwise("plan_pointwise");
   const std::string plan = fresh_plan(model);
@@ -419,7 +438,18 @@ TEST(SavedPlan, GraphsAPlanCannotHoldAreLeftOutWithADiagnostic) {
   g.nodes[0].attr_source = [] { return std::shared_ptr<const void>(std::make_shared<NoAttrs>()); };
   EXPECT_THROW(detail::graph_to_json(g, [](const Tensor&) { return std::string("c"); }),
                NotImplementedError);
+  // write_plan leaves such a graph out, says so, and saves the others.
+  detail::PlanEntry sourced{.key = {{.type = "float32[3]"}}, .graph = g};
   g.nodes[0].attr_source = {};
+  detail::PlanEntry plain{.key = {{.type = "float32[3]"}}, .graph = g};
+  const std::string path = (fs::temp_directory_path() / "athanor_plan_left_out.plan").string();
+  std::vector<std::string> notes;
+  detail::write_plan(path, json::object(), {&sourced, &plain}, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("attributes from a source"), std::string::npos) << notes[0];
+  const json plan = json::parse(load_safetensors(path).metadata.at("athanor_plan"));
+  EXPECT_EQ(plan["graphs"].size(), 1u);
+
   const json j = detail::graph_to_json(g, [](const Tensor&) { return std::string("c"); });
   const graph::Graph back = detail::graph_from_json(j, [](const std::string&) { return Tensor(); });
   detail::check_loaded_graph(back, {});

@@ -13,6 +13,7 @@
 #include "athanor/athanor.h"
 #include "athanor/ops/attr_codec.h"
 #include "athanor/ops/conv_blocked.h"
+#include "athanor/ops/linear_packed.h"
 
 namespace ath {
 namespace {
@@ -158,19 +159,29 @@ TEST(AttrCodec, TypeErasedThroughTheRegistry) {
   EXPECT_THROW(conv.decode_attrs(bytes.substr(0, bytes.size() - 1)), FormatError);
 }
 
-// The inference-only ops of the blocked_layout pass, which no op-table row reaches.
-TEST(AttrCodec, BlockedLayoutOps) {
+// The inference-only ops of the blocked_layout and pack_linear passes, which no op-table row
+// reaches.
+TEST(AttrCodec, InferenceOnlyOps) {
   const ConvBlockedAttrs conv{.conv = {.stride = {2, 2}},
                               .src_shape = {1, 3, 8, 8},
                               .weight_shape = {16, 3, 3, 3},
-                              .dst_block = 16,
+                              .src_layout = ActivationLayout::Nchw,
+                              .dst_layout = ActivationLayout::Blocked16,
                               .with_bias = true,
-                              .relu = true};
-  const BlockedLayoutAttrs layout{.block = 8, .channels = 20};
-  const PoolBlockedAttrs pool{.kernel = {3, 3}, .stride = {2, 2}, .pad_r = {1, 1}, .max = false};
+                              .relu = true,
+                              .winograd = true};
+  const BlockedLayoutAttrs layout{.layout = ActivationLayout::Blocked8, .channels = 20};
+  const PoolBlockedAttrs pool{.layout = ActivationLayout::Nhwc,
+                              .kernel = {3, 3},
+                              .stride = {2, 2},
+                              .pad_r = {1, 1},
+                              .max = false};
+  const LinearPackedAttrs linear{.rows = 4, .in_features = 8, .out_features = 3, .relu = true};
   const std::vector<std::pair<const OpDef*, const void*>> cases = {
-      {&op_conv_pack_weight(), &conv}, {&op_conv_blocked(), &conv}, {&op_to_blocked(), &layout},
-      {&op_from_blocked(), &layout},   {&op_pool_blocked(), &pool},
+      {&op_conv_pack_weight(), &conv}, {&op_conv_blocked(), &conv},
+      {&op_to_blocked(), &layout},     {&op_from_blocked(), &layout},
+      {&op_pool_blocked(), &pool},     {&op_linear_pack_weight(), &linear},
+      {&op_linear_packed(), &linear},
   };
   for (const auto& [op, attrs] : cases) {
     const std::shared_ptr<const void> back = op->decode_attrs(op->encode_attrs(attrs));

@@ -141,6 +141,13 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
       {"grad_norm", "same"},
       {"clip_grads_by_norm", "same"},
       {"unscale_grads", "test_grad_scaler.cpp (writes its inputs; no table row)"},
+      {"conv_pack_weight", "test_conv_blocked.cpp (inference-only; no table row)"},
+      {"conv_blocked", "same"},
+      {"to_blocked", "same"},
+      {"from_blocked", "same"},
+      {"pool_blocked", "same"},
+      {"linear_pack_weight", "test_linear_packed.cpp (inference-only; no table row)"},
+      {"linear_packed", "same"},
   };
   std::vector<std::string> missing;
   for (const OpDef* op : all_ops()) {
@@ -175,7 +182,7 @@ TEST(OpReplay, EveryRecordedCallsAttributesEncodeAndDecode) {
     ops.insert(r.op->name);
   }
   EXPECT_GT(pointers, 0);
-  // The blocked-layout ops, which the table does not reach, are AttrCodec.BlockedLayoutOps'.
+  // The inference-only ops, which the table does not reach, are AttrCodec.InferenceOnlyOps'.
   std::printf("encoded and decoded the attributes of %zu ops\n", ops.size());
 }
 

@@ -108,14 +108,17 @@ class InferenceSession {
 
  private:
   struct Compiled;
+  // The memory plan, executor and output flags of a graph built or loaded.
+  void prepare(Compiled& c) const;
+  // SessionOptions::plan_path: the constructor's read, and run()'s rewrite after a new key.
+  void load_plan();
+  void save_plan();
+
   std::unique_ptr<detail::LoadedModel> model_;
   SessionOptions options_;
   std::vector<std::pair<std::string, std::unique_ptr<Compiled>>> cache_;
   SessionStats stats_;
   std::string plan_header_;  // JSON: what a saved plan must have been made for (empty: no plan)
-  void prepare(Compiled& c) const;
-  void load_plan();
-  void save_plan();
   const graph::Graph* last_graph_ = nullptr;
 };
 
