@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "onnx/model_builder.h"
@@ -192,6 +193,26 @@ TEST(InferencePasses, ExportedEncoderLayerPiecesWithoutSelfAttention) {
       EXPECT_NEAR(a.scale, 0.5, 1e-7);
     }
   }
+}
+
+// The optimized layer through a saved plan (saved_plan_test.cpp has the plan's own tests): the
+// loading session replays self_attention, gelu and the packed linears to the same bits.
+TEST(InferencePasses, ExportedEncoderLayerReplaysFromASavedPlan) {
+  manual_seed(24);
+  const ExportedEncoderLayer layer;
+  const std::string path = layer.save();
+  const std::string plan = path + ".plan";
+  std::remove(plan.c_str());
+  const Tensor x = randn({2, 6, 8});
+  InferenceSession a(path, {.threads = 2, .plan_path = plan});
+  a.run({{"x", x}});
+  const Tensor want = a.run({{"x", x}})[0];
+  InferenceSession b(path, {.threads = 2, .plan_path = plan});
+  EXPECT_EQ(b.stats().plan_graphs_loaded, 1);
+  EXPECT_TRUE(equal(b.run({{"x", x}})[0], want));
+  EXPECT_EQ(b.stats().traces, 0);
+  EXPECT_EQ(b.last_graph()->count("self_attention"), 1);
+  EXPECT_EQ(b.last_graph()->to_text(), a.last_graph()->to_text());
 }
 
 TEST(InferencePasses, OffByNameKeepsTheExportedOps) {
