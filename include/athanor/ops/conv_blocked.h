@@ -12,7 +12,8 @@
 //                      .with_bias = true, .relu = true};
 //   Tensor packed = conv_pack_weight(w, a);                             // once
 //   Tensor yl = conv_blocked(to_blocked(x, l), packed, b, std::nullopt, a);
-//   assert(allclose(from_blocked(yl, l, 64), relu(conv2d(x, w, b, {.padding = 1}))));
+//   Tensor want = relu(conv2d(x, w, b, {.padding = 1}));             // another summation order
+//   assert(allclose(from_blocked(yl, l, 64), want, {.rtol = 1e-4, .atol = 1e-4}));
 //
 // The layouts, as ordinary float32 tensors:
 // - Nchw: [N, C, H, W], athanor's own.
