@@ -44,12 +44,6 @@ memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, Activatio
 
 int64_t extent(int64_t kernel, int64_t dilation) { return dilation * (kernel - 1) + 1; }
 
-struct ConvEntry : CachedPrimitive {
-  dnnl::convolution_forward prim;
-  dnnl::reorder pack;  // plain oihw weight -> the primitive's weight format
-  memory::desc src, weights, plain_weights, bias, dst, scratchpad;
-};
-
 // 1 when the convolution is small enough to run on one thread (inference_threads), else 0 (all).
 int conv_threads(const ConvBlockedAttrs& a) {
   const auto [oh, ow] = conv_blocked_output_size(a);
@@ -61,7 +55,7 @@ int conv_threads(const ConvBlockedAttrs& a) {
 
 // The entry is built (and must run) with conv_threads(a) threads: the packed weight's format
 // may depend on the thread count, so packing and running agree by computing it from `a` alone.
-std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
+std::shared_ptr<const PackedEntry> conv_entry(const ConvBlockedAttrs& a) {
   const int threads = conv_threads(a);
   std::optional<SingleThreadBuild> one;
   if (threads == 1) one.emplace();
@@ -76,11 +70,11 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
   key.add(static_cast<int64_t>(a.with_bias));
   key.add(static_cast<int64_t>(a.residual)).add(static_cast<int64_t>(a.relu));
   key.add(static_cast<int64_t>(a.winograd));
-  return cached_primitive<ConvEntry>(key, [&] {
+  return cached_primitive<PackedEntry>(key, [&] {
     const auto& s = a.src_shape;
     const auto& w = a.weight_shape;
     const auto [oh, ow] = conv_blocked_output_size(a);
-    auto e = std::make_shared<ConvEntry>();
+    auto e = std::make_shared<PackedEntry>();
     e->src = activation_md(s[0], s[1], s[2], s[3], a.src_layout);
     e->dst = activation_md(s[0], w[0], oh, ow, a.dst_layout);
     e->plain_weights = memory::desc({w[0], w[1], w[2], w[3]}, kF32, tag::oihw);
@@ -115,10 +109,7 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
                                                         strides, dil, pad_l, pad_r);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
       e->prim = dnnl::convolution_forward(pd);
-      e->weights = pd.weights_desc();
-      e->scratchpad = pd.scratchpad_desc();
-      e->pack = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), e->plain_weights, cpu_engine(), e->weights));
+      e->finish(pd);
     } catch (const dnnl::error& err) {
       throw_dnnl_error(err, "blocked convolution");
     }
@@ -129,42 +120,22 @@ std::shared_ptr<const ConvEntry> conv_entry(const ConvBlockedAttrs& a) {
 void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
   std::optional<SingleThreadBuild> one;
   if (conv_threads(a) == 1) one.emplace();
-  auto e = conv_entry(a);
-  const Tensor w = in[0].contiguous();
-  dnnl::stream& s = cpu_stream();
-  memory src = make_memory(e->plain_weights, w.data_ptr());
-  write_packed_header(out[0].data_ptr(), a, e->weights);
-  memory dst = make_memory(e->weights, packed_data(out[0].data_ptr()));
-  e->pack.execute(s, src, dst);
-  s.wait();
+  pack_weight(*conv_entry(a), in[0], out[0], a);
 }
 
 void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
   std::optional<SingleThreadBuild> one;
   if (conv_threads(a) == 1) one.emplace();
   auto e = conv_entry(a);
-  check_packed_header(in[1].data_ptr(), a, e->weights, "conv_blocked");
   const Tensor x = in[0].contiguous();
   Tensor& y = out[0];
   if (a.residual) {
     const Tensor r = in.back().contiguous();
     if (r.data_ptr() != y.data_ptr()) std::memcpy(y.data_ptr(), r.data_ptr(), r.nbytes());
   }
-  std::unordered_map<int, memory>& args = thread_call_args(e);
-  bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
-  bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(in[1].data_ptr()));
-  bind_arg(args, DNNL_ARG_DST, e->dst, y.data_ptr());
-  Tensor bias;
-  if (a.with_bias) {
-    bias = in[2].contiguous();
-    bind_arg(args, DNNL_ARG_BIAS, e->bias, bias.data_ptr());
-  }
-  Tensor scratch;
-  if (e->scratchpad.get_size() > 0)
-    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
-  dnnl::stream& s = cpu_stream();
-  e->prim.execute(s, args);
-  s.wait();
+  const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
+  run_packed(e, a, "conv_blocked", x.data_ptr(), in[1].data_ptr(), y.data_ptr(),
+             a.with_bias ? bias.data_ptr() : nullptr);
 }
 
 struct ReorderEntry : CachedPrimitive {

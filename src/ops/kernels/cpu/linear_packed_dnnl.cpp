@@ -19,12 +19,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-struct Entry : CachedPrimitive {
-  dnnl::matmul prim;
-  dnnl::reorder pack;  // [N, K] row-major (a transposed [K, N]) -> the primitive's format
-  memory::desc src, weights, plain_weights, bias, dst, scratchpad;
-};
-
 // 1 when the product is small enough to run on one thread (inference_threads), else 0 (all).
 int linear_threads(const LinearPackedAttrs& a) {
   return inference_threads(static_cast<double>(a.rows) * static_cast<double>(a.in_features) *
@@ -34,15 +28,15 @@ int linear_threads(const LinearPackedAttrs& a) {
 
 // Built (and run) with linear_threads(a) threads, computed from `a` alone so that packing and
 // running agree on the weight format.
-std::shared_ptr<const Entry> entry(const LinearPackedAttrs& a) {
+std::shared_ptr<const PackedEntry> entry(const LinearPackedAttrs& a) {
   const int threads = linear_threads(a);
   std::optional<SingleThreadBuild> one;
   if (threads == 1) one.emplace();
   PrimitiveKey key(PrimKind::LinearPacked, threads);
   key.add(a.rows).add(a.in_features).add(a.out_features);
   key.add(static_cast<int64_t>(a.with_bias)).add(static_cast<int64_t>(a.relu));
-  return cached_primitive<Entry>(key, [&] {
-    auto e = std::make_shared<Entry>();
+  return cached_primitive<PackedEntry>(key, [&] {
+    auto e = std::make_shared<PackedEntry>();
     const int64_t m = a.rows, k = a.in_features, n = a.out_features;
     e->src = memory::desc({m, k}, kF32, tag::ab);
     e->dst = memory::desc({m, n}, kF32, tag::ab);
@@ -61,10 +55,7 @@ std::shared_ptr<const Entry> entry(const LinearPackedAttrs& a) {
                               : dnnl::matmul::desc(e->src, any_weights, e->dst);
       dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
       e->prim = dnnl::matmul(pd);
-      e->weights = pd.weights_desc();
-      e->scratchpad = pd.scratchpad_desc();
-      e->pack = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), e->plain_weights, cpu_engine(), e->weights));
+      e->finish(pd);
     } catch (const dnnl::error& err) {
       throw_dnnl_error(err, "packed linear");
     }
@@ -75,37 +66,16 @@ std::shared_ptr<const Entry> entry(const LinearPackedAttrs& a) {
 void pack_kernel(TensorSpan in, std::span<Tensor> out, const LinearPackedAttrs& a) {
   std::optional<SingleThreadBuild> one;
   if (linear_threads(a) == 1) one.emplace();
-  auto e = entry(a);
-  const Tensor w = in[0].contiguous();
-  dnnl::stream& s = cpu_stream();
-  memory src = make_memory(e->plain_weights, w.data_ptr());
-  write_packed_header(out[0].data_ptr(), a, e->weights);
-  memory dst = make_memory(e->weights, packed_data(out[0].data_ptr()));
-  e->pack.execute(s, src, dst);
-  s.wait();
+  pack_weight(*entry(a), in[0], out[0], a);
 }
 
 void linear_packed_kernel(TensorSpan in, std::span<Tensor> out, const LinearPackedAttrs& a) {
   std::optional<SingleThreadBuild> one;
   if (linear_threads(a) == 1) one.emplace();
-  auto e = entry(a);
-  check_packed_header(in[1].data_ptr(), a, e->weights, "linear_packed");
   const Tensor x = in[0].contiguous();
-  std::unordered_map<int, memory>& args = thread_call_args(e);
-  bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
-  bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(in[1].data_ptr()));
-  bind_arg(args, DNNL_ARG_DST, e->dst, out[0].data_ptr());
-  Tensor bias;
-  if (a.with_bias) {
-    bias = in[2].contiguous();
-    bind_arg(args, DNNL_ARG_BIAS, e->bias, bias.data_ptr());
-  }
-  Tensor scratch;
-  if (e->scratchpad.get_size() > 0)
-    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
-  dnnl::stream& s = cpu_stream();
-  e->prim.execute(s, args);
-  s.wait();
+  const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
+  run_packed(entry(a), a, "linear_packed", x.data_ptr(), in[1].data_ptr(), out[0].data_ptr(),
+             a.with_bias ? bias.data_ptr() : nullptr);
 }
 
 const bool registered = [] {

@@ -9,10 +9,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
 
 #include "athanor/core/error.h"
 #include "athanor/ops/attr_hash.h"
+#include "athanor/tensor/tensor.h"
+#include "common/dnnl_utils.h"
 
 namespace ath::kernels {
 
@@ -63,5 +67,52 @@ inline const char* packed_data(const void* p) {
   return static_cast<const char*>(p) + kPackedHeaderBytes;
 }
 inline char* packed_data(void* p) { return static_cast<char*>(p) + kPackedHeaderBytes; }
+
+// What the packed-weight primitives (conv_blocked, linear_packed) cache: the primitive, the
+// reorder that packs a plain weight into its format, and their descriptors.
+struct PackedEntry : CachedPrimitive {
+  dnnl::primitive prim;
+  dnnl::reorder pack;  // plain_weights -> weights
+  dnnl::memory::desc src, weights, plain_weights, bias, dst, scratchpad;
+
+  // Takes the weight format and scratchpad the primitive chose, and builds the packing reorder.
+  template <class PrimitiveDesc>
+  void finish(const PrimitiveDesc& pd) {
+    weights = pd.weights_desc();
+    scratchpad = pd.scratchpad_desc();
+    pack = dnnl::reorder(
+        dnnl::reorder::primitive_desc(cpu_engine(), plain_weights, cpu_engine(), weights));
+  }
+};
+
+// Writes `weight` (plain) into `out` as header + the entry's format.
+template <class A>
+void pack_weight(const PackedEntry& e, const Tensor& weight, Tensor& out, const A& attrs) {
+  const Tensor w = weight.contiguous();
+  dnnl::stream& s = cpu_stream();
+  dnnl::memory src = make_memory(e.plain_weights, w.data_ptr());
+  write_packed_header(out.data_ptr(), attrs, e.weights);
+  dnnl::memory dst = make_memory(e.weights, packed_data(out.data_ptr()));
+  e.pack.execute(s, src, dst);
+  s.wait();
+}
+
+// Runs the entry on src, the packed weight (header checked first), dst and an optional bias.
+template <class A>
+void run_packed(const std::shared_ptr<const PackedEntry>& e, const A& attrs, const char* op,
+                const void* src, const void* packed, void* dst, const void* bias) {
+  check_packed_header(packed, attrs, e->weights, op);
+  std::unordered_map<int, dnnl::memory>& args = thread_call_args(e);
+  bind_arg(args, DNNL_ARG_SRC, e->src, src);
+  bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(packed));
+  bind_arg(args, DNNL_ARG_DST, e->dst, dst);
+  if (bias != nullptr) bind_arg(args, DNNL_ARG_BIAS, e->bias, bias);
+  Tensor scratch;
+  if (e->scratchpad.get_size() > 0)
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
+  dnnl::stream& s = cpu_stream();
+  e->prim.execute(s, args);
+  s.wait();
+}
 
 }  // namespace ath::kernels
