@@ -8,6 +8,8 @@
 //   InferenceSession s(m.save("mlp"));
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -76,7 +78,10 @@ class ModelBuilder {
   }
   // Writes the model into a fresh temporary directory; returns the file's path.
   std::string save(const std::string& name) const {
-    const auto dir = std::filesystem::temp_directory_path() / ("athanor_onnx_" + name);
+    // One directory per process: CTest runs each test case as its own process, in parallel,
+    // and two cases saving models of the same name must not overwrite each other's.
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("athanor_onnx_" + name + "_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const auto path = dir / "model.onnx";
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
