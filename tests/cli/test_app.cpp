@@ -10,23 +10,10 @@
 #include "athanor/cli/app.h"
 #include "athanor/cli/athanor_schema.h"
 #include "athanor/cli/config.h"
+#include "support/run_cli.h"
 
 namespace ath::cli {
 namespace {
-
-struct CmdResult {
-  int status;
-  std::string out, err;
-};
-
-CmdResult athanor(std::vector<std::string> args) {
-  args.insert(args.begin(), "athanor");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = athanor_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 std::string scratch_file(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() /

@@ -12,25 +12,12 @@
 #include "athanor/cli/export.h"
 #include "athanor/models/fashion.h"
 #include "athanor/train/checkpoint.h"
+#include "support/run_cli.h"
 
 namespace ath::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CmdResult {
-  int status;
-  std::string out, err;
-};
-
-CmdResult athanor(std::vector<std::string> args) {
-  args.insert(args.begin(), "athanor");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = athanor_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 fs::path scratch_dir(const std::string& name) {
   const fs::path dir =

@@ -13,25 +13,12 @@
 #include "athanor/io/npy.h"
 #include "athanor/onnx/tensor_file.h"
 #include "io/temp_dir.h"
+#include "support/run_cli.h"
 
 namespace ath::cli {
 namespace {
 
 const std::string kConv = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/";
-
-struct CmdResult {
-  int status;
-  std::string out, err;
-};
-
-CmdResult athanor(std::vector<std::string> args) {
-  args.insert(args.begin(), "athanor");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = athanor_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
