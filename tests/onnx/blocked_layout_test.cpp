@@ -192,5 +192,36 @@ TEST(BlockedLayout, WinogradStageMatches) {
   EXPECT_EQ(winograd, eligible ? 2 : 0) << g.to_text();  // the stage's two, not the stem (3 in)
 }
 
+// The same under nChw16c (a Winograd-eligible convolution makes the graph take it on AVX-512):
+// 16 channels, no padding, so the blocked tensor is flattened as it is too.
+TEST(BlockedLayout, FlattenedBlockedActivationsFeedTheClassifier) {
+  manual_seed(17);
+  ModelBuilder m(13);
+  m.input("x", kF, {"N", 2, 5, 4});
+  const Tensor w0 = randn({16, 2, 3, 3}) * 0.3, w1 = randn({16, 16, 3, 3}) * 0.1, b = randn({16}),
+               fw = randn({7, 16 * 5 * 4}), fb = randn({7});
+  m.initializer("w0", w0);
+  m.initializer("w1", w1);
+  m.initializer("b", b);
+  m.initializer("fw", fw);
+  m.initializer("fb", fb);
+  conv(m, "x", "w0", "b", "c0", 1, 1);
+  m.node("Relu", {"c0"}, {"r0"});
+  conv(m, "r0", "w1", "b", "c1", 1, 1);
+  m.node("Relu", {"c1"}, {"r1"});
+  m.node("Flatten", {"r1"}, {"f"});
+  auto* gemm = m.node("Gemm", {"f", "fw", "fb"}, {"y"});
+  ModelBuilder::attr(gemm, "transB", int64_t{1});
+  m.output("y", kF);
+  InferenceSession s(m.save("flatten_blocked_classifier"));
+  const Tensor x = randn({3, 2, 5, 4});
+  const Tensor r0 = relu(conv2d(x, w0, b, {.padding = 1}));
+  const Tensor want = linear(relu(conv2d(r0, w1, b, {.padding = 1})).flatten(1), fw, fb);
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
+  // Every layout flattens without converting: NHWC, nChw16c (16 channels) and nChw8c (16 = 2x8).
+  EXPECT_EQ(s.last_graph()->count("from_blocked"), 0) << s.last_graph()->to_text();
+}
+
 }  // namespace
 }  // namespace ath::onnx

@@ -8,7 +8,7 @@
 //   relu(add(conv(x, w, b), r))             -> conv_blocked(xb, pack(w), b, rb) {sum, relu}
 //   max_pool2d(y) (indices unread)          -> pool_blocked(yb) {max}
 //   mean(y, dims {2, 3}, keepdim)           -> pool_blocked(yb) {average over H x W}
-//   linear(flatten(y), W)  (NHWC)           -> linear(flatten(yb), W with columns in (h, w, c))
+//   linear(flatten(y), W)                   -> linear(flatten(yb), W's columns in yb's order)
 //
 // A value is converted into the blocked layout (to_blocked) where a convolution first needs it
 // blocked, and back (from_blocked) where anything else reads it — once each, at the first such
@@ -283,18 +283,20 @@ class BlockedLayout {
     return detail::constant_value(g_, nodes_at_start_, v);
   }
 
-  // flatten(NHWC value) read only by linear layers (a CNN's classifier): the NHWC tensor is
-  // flattened as it is, [N, H*W*C], and each linear's constant weight has its columns permuted
-  // from (c, h, w) to (h, w, c) order once, here, instead of converting the activation back to
+  // flatten(value in the layout) read only by linear layers (a CNN's classifier): the tensor is
+  // flattened as it is and each linear's constant weight has its columns permuted once, here,
+  // from (c, h, w) to the layout's order — (h, w, c) for NHWC, (c / b, h, w, c % b) for a
+  // blocked layout without padding channels — instead of converting the activation back to
   // NCHW at every call.
   bool try_flatten_into_linear(std::vector<Node>& old, std::size_t k) {
     const Node& n = old[k];
-    if (n.op != &op_view() || layout_ != ActivationLayout::Nhwc || n.inputs.size() != 1)
-      return false;
+    if (n.op != &op_view() || n.inputs.size() != 1) return false;
     const ValueId x = n.inputs[0];
     const auto xi = static_cast<std::size_t>(x);
     if (xi >= gone_.size() || !gone_[xi] || plain_[xi] != kNoValue) return false;
     const Shape& xs = g_.value(x).meta.shape;
+    const int64_t block = layout_ == ActivationLayout::Nhwc ? 0 : static_cast<int64_t>(layout_);
+    if (xs.size() != 4 || (block > 0 && xs[1] % block != 0)) return false;
     const ValueId flat = n.outputs[0];
     const Shape& fs = g_.value(flat).meta.shape;
     if (xs.size() != 4 || fs.size() != 2 || fs[0] != xs[0] || fs[1] != xs[1] * xs[2] * xs[3])
@@ -313,17 +315,17 @@ class BlockedLayout {
       }
     }
     if (readers.empty()) return false;
-    const ShapeAttrs flat_nhwc{.shape = fs};
-    const ValueId view = emit(op_view(), op_view().clone_attrs(&flat_nhwc), {blocked_[xi]});
+    const ShapeAttrs flat_shape{.shape = fs};
+    const ValueId view = emit(op_view(), op_view().clone_attrs(&flat_shape), {blocked_[xi]});
     for (const std::size_t j : readers) {
       Node& r = old[j];
       const Tensor w = constant_through_views(r.inputs[1]);
-      const Tensor permuted = w.reshape({w.shape()[0], xs[1], xs[2], xs[3]})
-                                  .permute({0, 2, 3, 1})
-                                  .reshape({w.shape()[0], fs[1]})
-                                  .contiguous();
+      const int64_t o = w.shape()[0];
+      const Tensor permuted =
+          block == 0 ? w.reshape({o, xs[1], xs[2], xs[3]}).permute({0, 2, 3, 1})
+                     : w.reshape({o, xs[1] / block, block, xs[2], xs[3]}).permute({0, 1, 3, 4, 2});
+      r.inputs[1] = g_.add_constant(permuted.reshape({o, fs[1]}).contiguous());
       r.inputs[0] = view;
-      r.inputs[1] = g_.add_constant(permuted);
       grow();
     }
     ++changed_;
