@@ -184,6 +184,9 @@ TEST(ConvBlocked, BadInputsAreClearErrors) {
   Tensor packed = conv_pack_weight(randn({8, 8, 3, 3}), a);
   EXPECT_THROW(conv_blocked(randn({1, 8, 5, 4}), packed, std::nullopt, std::nullopt, a),
                ShapeError);
+  // Shorter than its header: refused before a byte of it is read.
+  EXPECT_THROW(conv_blocked(randn({1, 8, 4, 4}), randn({4}), std::nullopt, std::nullopt, a),
+               ShapeError);
   ConvBlockedAttrs other = a;
   other.weight_shape = {16, 8, 3, 3};
   EXPECT_THROW(conv_blocked(randn({1, 8, 4, 4}), packed, std::nullopt, std::nullopt, other),

@@ -48,6 +48,7 @@ TEST(LinearPacked, BadInputsAreClearErrors) {
   EXPECT_THROW(linear_pack_weight(randn({4, 3}), a), ShapeError);  // [K, N] given for [N, K]
   const Tensor packed = linear_pack_weight(randn({3, 4}), a);
   EXPECT_THROW(linear_packed(randn({3, 4}), packed, std::nullopt, a), ShapeError);  // rows
+  EXPECT_THROW(linear_packed(randn({2, 4}), randn({4}), std::nullopt, a), ShapeError);
   EXPECT_THROW(linear_packed(randn({2, 5}), packed, std::nullopt, a), ShapeError);
   // Another shape whose packed weight has the same size: the header tells them apart.
   LinearPackedAttrs wide = a;

@@ -57,8 +57,7 @@ const Op<LinearPackedAttrs>& op_linear_packed() {
                           x.numel() == a.rows * a.in_features,
                       ShapeError, "input of shape {}, expected [..., {}] with {} rows",
                       to_string(x.shape()), a.in_features, a.rows);
-            ATH_CHECK(in[1].numel() * 4 == kernels::linear_packed_weight_bytes(a), ShapeError,
-                      "packed weight of {} elements was packed for another shape", in[1].numel());
+            // The packed weight's size is checked by the kernel (see conv_blocked's shape rule).
             if (a.with_bias)
               ATH_CHECK(in[2].dim() == 1 && in[2].shape()[0] == a.out_features, ShapeError,
                         "bias of shape {} for {} outputs", to_string(in[2].shape()),

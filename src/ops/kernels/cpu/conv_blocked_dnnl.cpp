@@ -134,7 +134,7 @@ void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlocked
     if (r.data_ptr() != y.data_ptr()) std::memcpy(y.data_ptr(), r.data_ptr(), r.nbytes());
   }
   const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
-  run_packed(e, a, "conv_blocked", x.data_ptr(), in[1].data_ptr(), y.data_ptr(),
+  run_packed(e, a, "conv_blocked", x.data_ptr(), in[1], y.data_ptr(),
              a.with_bias ? bias.data_ptr() : nullptr);
 }
 

@@ -74,7 +74,7 @@ void linear_packed_kernel(TensorSpan in, std::span<Tensor> out, const LinearPack
   if (linear_threads(a) == 1) one.emplace();
   const Tensor x = in[0].contiguous();
   const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
-  run_packed(entry(a), a, "linear_packed", x.data_ptr(), in[1].data_ptr(), out[0].data_ptr(),
+  run_packed(entry(a), a, "linear_packed", x.data_ptr(), in[1], out[0].data_ptr(),
              a.with_bias ? bias.data_ptr() : nullptr);
 }
 

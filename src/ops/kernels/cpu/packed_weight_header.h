@@ -97,10 +97,16 @@ void pack_weight(const PackedEntry& e, const Tensor& weight, Tensor& out, const 
   s.wait();
 }
 
-// Runs the entry on src, the packed weight (header checked first), dst and an optional bias.
+// Runs the entry on src, the packed weight (its size and header checked first), dst and an
+// optional bias.
 template <class A>
 void run_packed(const std::shared_ptr<const PackedEntry>& e, const A& attrs, const char* op,
-                const void* src, const void* packed, void* dst, const void* bias) {
+                const void* src, const Tensor& packed_weight, void* dst, const void* bias) {
+  const auto bytes = static_cast<int64_t>(packed_weight.nbytes());
+  ATH_CHECK(packed_weight.is_contiguous() &&
+                bytes == static_cast<int64_t>(e->weights.get_size()) + kPackedHeaderBytes,
+            ShapeError, "{}: a packed weight of {} bytes was packed for another shape", op, bytes);
+  const void* packed = packed_weight.data_ptr();
   check_packed_header(packed, attrs, e->weights, op);
   std::unordered_map<int, dnnl::memory>& args = thread_call_args(e);
   bind_arg(args, DNNL_ARG_SRC, e->src, src);
