@@ -146,31 +146,79 @@ TEST(BlockedLayout, InterOpScheduleGivesTheSameResult) {
     EXPECT_TRUE(allclose(parallel.run({{"x", x}})[0], want, {.rtol = 1e-5, .atol = 1e-5}));
 }
 
-// W2's classifier: flatten(conv(...)) @ W. Under NHWC the activation is flattened in (h, w, c)
-// order and W's columns are permuted to match; the result must not change.
+// W2's classifier: flatten(relu(conv(...)) ...) @ W, over convolutions of the given output
+// channels (3x3, padding 1) on a [N, 2, 5, 4] input. Under NHWC, or a blocked layout whose
+// channels fill its blocks, the activation is flattened in the layout's order and W's columns
+// are permuted to match; the result must not change.
+struct ConvClassifier {
+  explicit ConvClassifier(const std::vector<int64_t>& channels) {
+    int64_t in = 2;
+    for (const int64_t c : channels) {
+      weights.push_back(randn({c, in, 3, 3}) * (in == 2 ? 0.3 : 0.1));
+      biases.push_back(randn({c}));
+      in = c;
+    }
+    fw = randn({7, in * 5 * 4});
+    fb = randn({7});
+  }
+
+  std::string save(const std::string& name) const {
+    ModelBuilder m(13);
+    m.input("x", kF, {"N", 2, 5, 4});
+    std::string h = "x";
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      const std::string id = std::to_string(i);
+      m.initializer("w" + id, weights[i]);
+      m.initializer("b" + id, biases[i]);
+      conv(m, h, "w" + id, "b" + id, "c" + id, 1, 1);
+      m.node("Relu", {"c" + id}, {"r" + id});
+      h = "r" + id;
+    }
+    m.initializer("fw", fw);
+    m.initializer("fb", fb);
+    m.node("Flatten", {h}, {"f"});
+    auto* gemm = m.node("Gemm", {"f", "fw", "fb"}, {"y"});
+    ModelBuilder::attr(gemm, "transB", int64_t{1});
+    m.output("y", kF);
+    return m.save(name);
+  }
+
+  Tensor reference(Tensor x) const {
+    for (std::size_t i = 0; i < weights.size(); ++i)
+      x = relu(conv2d(x, weights[i], biases[i], {.padding = 1}));
+    return linear(x.flatten(1), fw, fb);
+  }
+
+  std::vector<Tensor> weights, biases;
+  Tensor fw, fb;
+};
+
+// Runs the classifier twice (trace, replay) against its reference; returns the optimized graph.
+const graph::Graph& expect_classifier_matches(InferenceSession& s, const ConvClassifier& net) {
+  const Tensor x = randn({3, 2, 5, 4});
+  for (int run = 0; run < 2; ++run)
+    EXPECT_TRUE(allclose(s.run({{"x", x}})[0], net.reference(x), {.rtol = 1e-4, .atol = 1e-4}));
+  return *s.last_graph();
+}
+
 TEST(BlockedLayout, FlattenedActivationsFeedTheClassifier) {
   manual_seed(15);
-  ModelBuilder m(13);
-  m.input("x", kF, {"N", 2, 5, 4});
-  const Tensor w = randn({6, 2, 3, 3}) * 0.3, b = randn({6}), fw = randn({7, 6 * 5 * 4}),
-               fb = randn({7});
-  m.initializer("w", w);
-  m.initializer("b", b);
-  m.initializer("fw", fw);
-  m.initializer("fb", fb);
-  conv(m, "x", "w", "b", "c", 1, 1);
-  m.node("Relu", {"c"}, {"r"});
-  m.node("Flatten", {"r"}, {"f"});
-  auto* gemm = m.node("Gemm", {"f", "fw", "fb"}, {"y"});
-  ModelBuilder::attr(gemm, "transB", int64_t{1});
-  m.output("y", kF);
-  InferenceSession s(m.save("flatten_classifier"));
-  const Tensor x = randn({3, 2, 5, 4});
-  const Tensor want = linear(relu(conv2d(x, w, b, {.padding = 1})).flatten(1), fw, fb);
-  for (int run = 0; run < 2; ++run)
-    EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
+  const ConvClassifier net({6});
+  InferenceSession s(net.save("flatten_classifier"));
+  const graph::Graph& g = expect_classifier_matches(s, net);
+  // 6 channels: nChw8c would flatten its padding too, so it converts back once; NHWC does not.
   const bool nhwc = inference_activation_layout() == ActivationLayout::Nhwc;
-  EXPECT_EQ(s.last_graph()->count("from_blocked"), nhwc ? 0 : 1) << s.last_graph()->to_text();
+  EXPECT_EQ(g.count("from_blocked"), nhwc ? 0 : 1) << g.to_text();
+}
+
+// 16 channels after a Winograd-eligible convolution (nChw16c on AVX-512): every layout —
+// NHWC, nChw16c, nChw8c (16 = 2 x 8) — flattens without converting.
+TEST(BlockedLayout, FlattenedBlockedActivationsFeedTheClassifier) {
+  manual_seed(17);
+  const ConvClassifier net({16, 16});
+  InferenceSession s(net.save("flatten_blocked_classifier"));
+  const graph::Graph& g = expect_classifier_matches(s, net);
+  EXPECT_EQ(g.count("from_blocked"), 0) << g.to_text();
 }
 
 TEST(BlockedLayout, WinogradStageMatches) {
@@ -190,37 +238,6 @@ TEST(BlockedLayout, WinogradStageMatches) {
   const bool eligible =
       winograd_eligible(ConvAttrs{.pad_l = {1, 1}, .pad_r = {1, 1}}, {32, 32, 3, 3});
   EXPECT_EQ(winograd, eligible ? 2 : 0) << g.to_text();  // the stage's two, not the stem (3 in)
-}
-
-// The same under nChw16c (a Winograd-eligible convolution makes the graph take it on AVX-512):
-// 16 channels, no padding, so the blocked tensor is flattened as it is too.
-TEST(BlockedLayout, FlattenedBlockedActivationsFeedTheClassifier) {
-  manual_seed(17);
-  ModelBuilder m(13);
-  m.input("x", kF, {"N", 2, 5, 4});
-  const Tensor w0 = randn({16, 2, 3, 3}) * 0.3, w1 = randn({16, 16, 3, 3}) * 0.1, b = randn({16}),
-               fw = randn({7, 16 * 5 * 4}), fb = randn({7});
-  m.initializer("w0", w0);
-  m.initializer("w1", w1);
-  m.initializer("b", b);
-  m.initializer("fw", fw);
-  m.initializer("fb", fb);
-  conv(m, "x", "w0", "b", "c0", 1, 1);
-  m.node("Relu", {"c0"}, {"r0"});
-  conv(m, "r0", "w1", "b", "c1", 1, 1);
-  m.node("Relu", {"c1"}, {"r1"});
-  m.node("Flatten", {"r1"}, {"f"});
-  auto* gemm = m.node("Gemm", {"f", "fw", "fb"}, {"y"});
-  ModelBuilder::attr(gemm, "transB", int64_t{1});
-  m.output("y", kF);
-  InferenceSession s(m.save("flatten_blocked_classifier"));
-  const Tensor x = randn({3, 2, 5, 4});
-  const Tensor r0 = relu(conv2d(x, w0, b, {.padding = 1}));
-  const Tensor want = linear(relu(conv2d(r0, w1, b, {.padding = 1})).flatten(1), fw, fb);
-  for (int run = 0; run < 2; ++run)
-    EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
-  // Every layout flattens without converting: NHWC, nChw16c (16 channels) and nChw8c (16 = 2x8).
-  EXPECT_EQ(s.last_graph()->count("from_blocked"), 0) << s.last_graph()->to_text();
 }
 
 }  // namespace
