@@ -19,8 +19,12 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-// 1 when the product is small enough to run on one thread (inference_threads), else 0 (all).
+// 1 when the product is small enough to run on one thread (inference_threads) and the weight
+// small enough to stay in one core's cache (kSharedWeightBytes), else 0 (all).
 int linear_threads(const LinearPackedAttrs& a) {
+  const double weight_bytes = static_cast<double>(a.in_features) *
+                              static_cast<double>(a.out_features) * sizeof(float);
+  if (weight_bytes >= kSharedWeightBytes) return 0;
   return inference_threads(static_cast<double>(a.rows) * static_cast<double>(a.in_features) *
                                static_cast<double>(a.out_features),
                            kSingleThreadMacs);
