@@ -155,9 +155,10 @@ void print_report(const nlohmann::json& r, std::ostream& out) {
       r["p90_ms"].get<double>(), r["p99_ms"].get<double>(), r["max_ms"].get<double>());
   out << fmt::format("throughput: {:.2f} samples/s (batch / mean latency)\n",
                      r["throughput_per_s"].get<double>());
-  out << fmt::format("session: {} runs, {} traced, {} replayed, {} eager\n",
-                     r["runs"].get<int64_t>(), r["traces"].get<int64_t>(),
-                     r["replays"].get<int64_t>(), r["eager_runs"].get<int64_t>());
+  out << fmt::format(
+      "session: {} runs, {} traced, {} replayed ({} as batch-parallel streams), {} eager\n",
+      r["runs"].get<int64_t>(), r["traces"].get<int64_t>(), r["replays"].get<int64_t>(),
+      r["stream_runs"].get<int64_t>(), r["eager_runs"].get<int64_t>());
   if (r["plan_graphs_loaded"].get<int64_t>() > 0 || r["plan_writes"].get<int64_t>() > 0) {
     out << fmt::format("saved plan: {} graphs loaded, written {} times\n",
                        r["plan_graphs_loaded"].get<int64_t>(), r["plan_writes"].get<int64_t>());
@@ -170,7 +171,10 @@ void print_report(const nlohmann::json& r, std::ostream& out) {
 nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
   check_options(o);
   const Clock::time_point load_start = Clock::now();
-  onnx::InferenceSession session(o.model, {.threads = o.threads, .plan_path = o.plan});
+  onnx::InferenceSession session(
+      o.model, {.threads = o.threads,
+                .plan_path = o.plan,
+                .batch_parallel = detail::parse_batch_parallel(o.batch_parallel)});
   const Clock::time_point load_end = Clock::now();
   const Inputs in = make_inputs(o, session.inputs());  // untimed: not the model's work
 
@@ -224,6 +228,7 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
           {"traces", stats.traces},
           {"replays", stats.replays},
           {"eager_runs", stats.eager_runs},
+          {"stream_runs", stats.stream_runs},
           {"plan_graphs_loaded", stats.plan_graphs_loaded},
           {"plan_writes", stats.plan_writes},
           {"diagnostics", diagnostics}};

@@ -24,6 +24,11 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->add_option("--plan", r.plan,
                    "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
       ->type_name("FILE");
+  c.run
+      ->add_option("--batch-parallel", r.batch_parallel,
+                   "Batch-parallel streams (SessionOptions::batch_parallel)")
+      ->check(CLI::IsMember({"off", "auto", "on"}))
+      ->capture_default_str();
   c.run->footer("\nExample: athanor run model.onnx --input image=x.npy --output y.npy");
 
   c.bench = app.add_subcommand("bench", "Measure an ONNX model's latency and throughput");
@@ -52,6 +57,11 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->add_option("--plan", b.plan,
                    "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
       ->type_name("FILE");
+  c.bench
+      ->add_option("--batch-parallel", b.batch_parallel,
+                   "Batch-parallel streams (SessionOptions::batch_parallel)")
+      ->check(CLI::IsMember({"off", "auto", "on"}))
+      ->capture_default_str();
   c.bench->footer(
       "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "
       "shape inputs from files with --input NAME=FILE.npy.\nExample: athanor bench model.onnx "

@@ -97,4 +97,11 @@ int run_guarded(const std::string& command, std::ostream& err, const std::functi
   }
 }
 
+onnx::BatchParallel parse_batch_parallel(const std::string& text) {
+  if (text == "off") return onnx::BatchParallel::Off;
+  if (text == "on") return onnx::BatchParallel::On;
+  ATH_CHECK(text == "auto", ValueError, "--batch-parallel must be off, auto or on, got '{}'", text);
+  return onnx::BatchParallel::Auto;
+}
+
 }  // namespace ath::cli::detail

@@ -38,6 +38,9 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
 // "float32[1,3,224,224]"
 std::string type_string(const Tensor& t);
 
+// "off" / "auto" / "on" (the option's check allows no other).
+onnx::BatchParallel parse_batch_parallel(const std::string& text);
+
 // Runs a command body and maps what it throws to an exit status, as `athanor fit` does: an
 // ath::Error (a refused model, file, option or input) prints "athanor: error: <message>" and
 // is 2; any other exception is 1. The body's own return value otherwise.

@@ -64,7 +64,10 @@ std::vector<std::string> output_files(const OnnxRunOptions& o,
 }
 
 int run(const OnnxRunOptions& o, std::ostream& out) {
-  onnx::InferenceSession session(o.model, {.threads = o.threads, .plan_path = o.plan});
+  onnx::InferenceSession session(
+      o.model, {.threads = o.threads,
+                .plan_path = o.plan,
+                .batch_parallel = detail::parse_batch_parallel(o.batch_parallel)});
   const std::vector<std::string> files = output_files(o, session.outputs());
   std::vector<std::pair<std::string, Tensor>> inputs;
   for (auto& f : detail::read_input_files(o.inputs, session.inputs()))

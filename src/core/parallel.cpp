@@ -12,6 +12,8 @@ namespace ath {
 namespace {
 // Cached so the hot path does not call into libgomp; -1 means "not yet read".
 std::atomic<int> g_num_threads{-1};
+// ThisThreadCount's override on this thread (0: none).
+thread_local int t_num_threads = 0;
 }  // namespace
 
 void set_num_threads(int n) {
@@ -21,6 +23,7 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() {
+  if (t_num_threads > 0) return t_num_threads;
   int n = g_num_threads.load(std::memory_order_relaxed);
   if (n < 0) {
     n = omp_get_max_threads();
@@ -30,6 +33,18 @@ int get_num_threads() {
 }
 
 bool in_parallel_region() { return omp_in_parallel() != 0; }
+
+ThisThreadCount::ThisThreadCount(int n)
+    : saved_override_(t_num_threads), saved_omp_(omp_get_max_threads()) {
+  ATH_CHECK(n >= 1, ValueError, "ThisThreadCount: expected n >= 1, got {}", n);
+  t_num_threads = n;
+  omp_set_num_threads(n);  // this thread's (task's) count only
+}
+
+ThisThreadCount::~ThisThreadCount() {
+  t_num_threads = saved_override_;
+  omp_set_num_threads(saved_omp_);
+}
 
 namespace detail {
 

@@ -3,17 +3,20 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "athanor/core/parallel.h"
+#include "athanor/graph/batch_split.h"
 #include "athanor/graph/executor.h"
 #include "athanor/graph/interop.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/passes.h"
 #include "athanor/graph/tracer.h"
 #include "athanor/tensor/grad_mode.h"
+#include "batch_streams.h"
 #include "interpreter.h"
 #include "model.h"
 #include "saved_plan.h"
@@ -55,6 +58,10 @@ struct InferenceSession::Compiled {
   graph::MemoryPlan plan;
   std::unique_ptr<graph::Executor> executor;
   std::vector<bool> constant_output;  // the graph's own tensor: copied before it is returned
+  // Batch-parallel streams chosen for this key (SessionOptions::batch_parallel); null: the
+  // whole batch runs as one on `executor`.
+  std::unique_ptr<detail::BatchStreams> streams;
+  double traced_run_s = 0;  // how long the eager run under the tracer took
   bool eager() const { return saved.eager.has_value(); }
 };
 
@@ -162,6 +169,97 @@ const std::vector<TensorInfo>& InferenceSession::inputs() const { return model_-
 const std::vector<TensorInfo>& InferenceSession::outputs() const { return model_->outputs; }
 int InferenceSession::opset() const { return model_->opset; }
 
+std::unique_ptr<InferenceSession::Compiled> InferenceSession::trace(
+    const std::vector<Tensor>& inputs, const std::vector<Tensor>& args, bool inter_op,
+    std::vector<Tensor>& outputs, std::string& failure) {
+  auto compiled = std::make_unique<Compiled>();
+  {
+    graph::Tracer tracer(args);
+    const auto start = std::chrono::steady_clock::now();
+    outputs = detail::run_nodes(*model_, inputs);
+    compiled->traced_run_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    compiled->saved.graph = tracer.finish(outputs);
+    if (!tracer.ok()) failure = tracer.failure();
+  }
+  if (!failure.empty()) return compiled;
+  graph::Graph& g = compiled->saved.graph;
+  state_to_constants(g);
+  if (options_.optimize) {
+    graph::PassOptions passes{.disabled = options_.disable_passes, .inference = true};
+    if (inter_op) {
+      passes.interop.costs = graph::calibrated_interop_costs();
+    } else {
+      passes.disabled.emplace_back("interop");
+    }
+    compiled->saved.pairs = run_passes(g, passes).interop.paired_first();
+  }
+  prepare(*compiled);
+  return compiled;
+}
+
+void InferenceSession::add_streams(Compiled& whole, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& args) {
+  // One stream per thread, on equal shares of a batch that every input leads with.
+  const int n = options_.threads;
+  if (n < 2 || args.size() != inputs.size() || inputs.empty()) return;
+  const int64_t batch = inputs[0].dim() > 0 ? inputs[0].size(0) : 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    // A model declares the batch it can change: a symbolic first dimension on every input.
+    const TensorInfo& d = model_->inputs[i];
+    if (inputs[i].dim() == 0 || inputs[i].size(0) != batch || !d.rank_known || d.dims.empty() ||
+        d.dims[0] >= 0)
+      return;
+  }
+  if (batch < n || batch % n != 0) return;
+  // Auto: streams pay where nodes are too small to split well between threads, so where a run
+  // is short; a longer one (ResNet-18 at batch 16: 0.3 s eager) is not worth the first call's
+  // second trace and timed runs (it measured no gain).
+  constexpr double kAutoMaxTracedRunSeconds = 0.05;
+  if (options_.batch_parallel == BatchParallel::Auto &&
+      whole.traced_run_s > kAutoMaxTracedRunSeconds)
+    return;
+  if (!graph::batch_coupling(whole.saved.graph, batch).empty()) return;
+  // The share's graph, traced, optimized and packed for one thread (the primitives a stream
+  // looks up under ThisThreadCount(1)); proved again at its own batch.
+  const int64_t rows = batch / n;
+  std::vector<Tensor> share;
+  for (const Tensor& t : inputs) share.push_back(t.narrow(0, 0, rows).contiguous());
+  std::vector<Tensor> share_outputs;
+  std::string failure;
+  std::unique_ptr<Compiled> one;
+  try {
+    const SessionThreads single(1);
+    one = trace(share, share, /*inter_op=*/false, share_outputs, failure);
+  } catch (const Error&) {
+    return;  // a shape the model fixes after all (a constant Reshape target): the batch runs whole
+  }
+  if (!failure.empty() || !graph::batch_coupling(one->saved.graph, rows).empty()) return;
+  auto streams =
+      std::make_unique<detail::BatchStreams>(std::move(one->saved.graph), n, options_.arena);
+  if (options_.batch_parallel == BatchParallel::Auto) {
+    // Both ways on this input, after a run each that builds what a first run builds; the
+    // fastest of two timed runs each, alternating, so both see the same machine.
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](const auto& fn) {
+      const auto t0 = Clock::now();
+      fn();
+      return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    auto run_whole = [&] { whole.executor->run(args); };
+    auto run_streams = [&] { streams->run(args); };
+    run_whole();
+    run_streams();
+    double t_whole = 1e30, t_streams = 1e30;
+    for (int r = 0; r < 2; ++r) {
+      t_whole = std::min(t_whole, seconds(run_whole));
+      t_streams = std::min(t_streams, seconds(run_streams));
+    }
+    if (t_streams > 0.95 * t_whole) return;  // a stream run must win clearly
+  }
+  whole.streams = std::move(streams);
+}
+
 std::vector<Tensor> InferenceSession::run(
     const std::vector<std::pair<std::string, Tensor>>& named) {
   const auto& declared = model_->inputs;
@@ -217,7 +315,9 @@ std::vector<Tensor> InferenceSession::run(
   if (entry != nullptr && !entry->eager()) {
     ++stats_.replays;
     last_graph_ = &entry->saved.graph;
-    std::vector<Tensor> outs = entry->executor->run(args);
+    if (entry->streams) ++stats_.stream_runs;
+    std::vector<Tensor> outs =
+        entry->streams ? entry->streams->run(args) : entry->executor->run(args);
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (entry->constant_output[i]) outs[i] = outs[i].clone();
     }
@@ -230,35 +330,18 @@ std::vector<Tensor> InferenceSession::run(
   }
   // 3. A new key: run eagerly under the tracer, then optimize and plan what it recorded.
   NoGradGuard no_grad;
-  auto compiled = std::make_unique<Compiled>();
-  compiled->saved.key = std::move(parts);
   std::vector<Tensor> outputs;
   std::string failure;
-  {
-    graph::Tracer tracer(args);
-    outputs = detail::run_nodes(*model_, inputs);
-    compiled->saved.graph = tracer.finish(outputs);
-    if (!tracer.ok()) failure = tracer.failure();
-  }
+  auto compiled = trace(inputs, args, options_.inter_op, outputs, failure);
   ++stats_.traces;
+  compiled->saved.key = std::move(parts);
   if (failure.empty()) {
-    graph::Graph& g = compiled->saved.graph;
-    state_to_constants(g);
-    std::vector<int32_t>& pairs = compiled->saved.pairs;
-    if (options_.optimize) {
-      graph::PassOptions passes{.disabled = options_.disable_passes, .inference = true};
-      if (options_.inter_op) {
-        passes.interop.costs = graph::calibrated_interop_costs();
-      } else {
-        passes.disabled.emplace_back("interop");
-      }
-      pairs = run_passes(g, passes).interop.paired_first();
-    }
-    prepare(*compiled);
+    const graph::Graph& g = compiled->saved.graph;
     // The tensors the tracer bound are the graph's constants now: the caller gets copies.
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (compiled->constant_output[i]) outputs[i] = outputs[i].clone();
     }
+    if (options_.batch_parallel != BatchParallel::Off) add_streams(*compiled, inputs, args);
     last_graph_ = &g;
   } else {
     compiled->saved.eager = failure;

@@ -24,6 +24,22 @@ void set_num_threads(int n);
 int get_num_threads();
 bool in_parallel_region();
 
+// While alive, get_num_threads() on the calling thread answers `n`, and OpenMP regions it opens
+// (oneDNN's included) use n threads; other threads keep the process-wide count. For work that
+// one thread of an enclosing parallel region runs as if the machine were its own: a stream of
+// an InferenceSession's batch-parallel run builds and looks up its primitives for one thread.
+class ThisThreadCount {
+ public:
+  explicit ThisThreadCount(int n);
+  ~ThisThreadCount();
+  ThisThreadCount(const ThisThreadCount&) = delete;
+  ThisThreadCount& operator=(const ThisThreadCount&) = delete;
+
+ private:
+  int saved_override_;
+  int saved_omp_;
+};
+
 inline constexpr int64_t kPointwiseGrain = 32768;
 
 namespace detail {

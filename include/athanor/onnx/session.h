@@ -42,6 +42,13 @@ class Graph;
 
 namespace ath::onnx {
 
+// How a batch may run (SessionOptions::batch_parallel).
+enum class BatchParallel : uint8_t {
+  Off,   // the whole batch as one, every node on all the threads
+  Auto,  // streams where they prove faster on the first call's input (both ways timed)
+  On,    // streams wherever the graph allows them
+};
+
 struct SessionOptions {
   // Intra-op threads while run() runs (the caller's count after); 0: the count when the session
   // is made, kept for its life.
@@ -61,6 +68,13 @@ struct SessionOptions {
   // every node's shape rule), is ignored with a line in stats().diagnostics. Each time run()
   // builds a graph for a new key, the file is rewritten (atomically) with every cached one.
   std::string plan_path;
+  // Batch-parallel streams (OpenVINO's throughput streams, chosen per input shape): where the
+  // graph provably computes each sample apart from the others (graph/batch_split.h) and the
+  // batch divides into `threads` equal shares, each thread runs one share from start to finish
+  // on a graph built for one thread — no fork and join per node, each core's activations in
+  // its own cache. Auto keeps them where the first call for a shape measures them >= 5% faster
+  // (that first call pays a second trace and a few timed runs); a saved plan's keys run whole.
+  BatchParallel batch_parallel = BatchParallel::Auto;
 };
 
 // A declared input or output: dims are -1 where symbolic or unknown (dim_names says which name).
@@ -82,6 +96,7 @@ struct SessionStats {
   int64_t eager_runs = 0;          // runs of keys that cannot be recorded
   int64_t plan_graphs_loaded = 0;  // keys the constructor read from SessionOptions::plan_path
   int64_t plan_writes = 0;         // times run() rewrote the plan
+  int64_t stream_runs = 0;         // replays that ran as batch-parallel streams
   std::vector<std::string> diagnostics;
 };
 
@@ -110,6 +125,14 @@ class InferenceSession {
   struct Compiled;
   // The memory plan, executor and output flags of a graph built or loaded.
   void prepare(Compiled& c) const;
+  // Runs the model eagerly under the tracer, then optimizes and prepares what it recorded
+  // (`failure` says why a run cannot be recorded; the outputs are the eager run's).
+  std::unique_ptr<Compiled> trace(const std::vector<Tensor>& inputs,
+                                  const std::vector<Tensor>& args, bool inter_op,
+                                  std::vector<Tensor>& outputs, std::string& failure);
+  // SessionOptions::batch_parallel: gives `whole` its streams where allowed (and faster).
+  void add_streams(Compiled& whole, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& args);
   // SessionOptions::plan_path: the constructor's read, and run()'s rewrite after a new key.
   void load_plan();
   void save_plan();
