@@ -1,5 +1,5 @@
 // The packed inference linear (linear_packed.h) against linear in float64: one row (a batch-1
-// classifier), many rows, 3-D inputs, with and without bias and relu; bad inputs.
+// classifier), many rows, 3-D inputs, with and without bias, relu or gelu; bad inputs.
 #include <athanor/athanor.h>
 #include <athanor/ops/linear_packed.h>
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@ TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
   const Shape inputs[] = {{1, 3136}, {64, 100}, {2, 7, 33}, {5}};
   const int64_t outs[] = {128, 10, 48, 3};
   for (std::size_t i = 0; i < std::size(inputs); ++i) {
-    for (int variant = 0; variant < 3; ++variant) {
-      const bool bias = variant != 1, relu = variant == 2;
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool bias = variant != 1, relu = variant == 2, gelu = variant == 3;
       const Tensor x = randn(inputs[i]);
       const int64_t k = inputs[i].back(), n = outs[i];
       const Tensor w = randn({n, k}), b = randn({n});
@@ -30,9 +30,11 @@ TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
                                 .in_features = k,
                                 .out_features = n,
                                 .with_bias = bias,
-                                .relu = relu};
+                                .relu = relu,
+                                .gelu = gelu};
       Tensor want = linear(f64(x), f64(w), bias ? std::optional<Tensor>(f64(b)) : std::nullopt);
       if (relu) want = ath::relu(want);
+      if (gelu) want = ath::gelu(want);  // float64: the exact erf
       const Tensor got = linear_packed(x, linear_pack_weight(w, a),
                                        bias ? std::optional<Tensor>(b) : std::nullopt, a);
       ASSERT_EQ(got.shape(), want.shape());
@@ -58,6 +60,9 @@ TEST(LinearPacked, BadInputsAreClearErrors) {
       Error);
   EXPECT_THROW(linear_packed(randn({2, 4}).to(kFloat64), packed, std::nullopt, a), DTypeError);
   EXPECT_THROW(linear_pack_weight(randn({3, 4}), LinearPackedAttrs{}), ValueError);
+  LinearPackedAttrs both = a;
+  both.relu = both.gelu = true;
+  EXPECT_THROW(linear_pack_weight(randn({3, 4}), both), ValueError);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct LinearPackedAttrs {
   int64_t rows = 0, in_features = 0, out_features = 0;
   bool with_bias = false;
   bool relu = false;  // relu(x W^T + b), as linear_relu
+  bool gelu = false;  // gelu(x W^T + b), the exact (erf) GELU, as oneDNN's post-op; not with relu
   bool operator==(const LinearPackedAttrs&) const = default;
 };
 

@@ -15,6 +15,7 @@ void check_attrs(const LinearPackedAttrs& a) {
   ATH_CHECK(a.rows >= 1 && a.in_features >= 1 && a.out_features >= 1, ValueError,
             "packed linear: rows, in_features and out_features must be >= 1, got {}, {}, {}",
             a.rows, a.in_features, a.out_features);
+  ATH_CHECK(!(a.relu && a.gelu), ValueError, "packed linear: relu and gelu are exclusive");
 }
 
 void check_float32(const Tensor& t, const char* what) {

@@ -1,6 +1,6 @@
 // oneDNN kernels of the packed inference linear (linear_packed.h): a matmul primitive whose
 // weight format oneDNN chooses (`any`), the weight reordered into it once by
-// linear_pack_weight; bias and relu as the primitive's bias and post-op. Built once per shape
+// linear_pack_weight; bias and relu or gelu as the primitive's bias and post-op. Built once per shape
 // and cached (dnnl_utils.h).
 #include "linear_packed_dnnl.h"
 
@@ -39,6 +39,7 @@ std::shared_ptr<const PackedEntry> entry(const LinearPackedAttrs& a) {
   PrimitiveKey key(PrimKind::LinearPacked, threads);
   key.add(a.rows).add(a.in_features).add(a.out_features);
   key.add(static_cast<int64_t>(a.with_bias)).add(static_cast<int64_t>(a.relu));
+  key.add(static_cast<int64_t>(a.gelu));
   return cached_primitive<PackedEntry>(key, [&] {
     auto e = std::make_shared<PackedEntry>();
     const int64_t m = a.rows, k = a.in_features, n = a.out_features;
@@ -48,9 +49,11 @@ std::shared_ptr<const PackedEntry> entry(const LinearPackedAttrs& a) {
     e->plain_weights = memory::desc({k, n}, kF32, tag::ba);  // the [N, K] weight, transposed
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (a.relu) {
+    if (a.relu || a.gelu) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      ops.append_eltwise(1.0f,
+                         a.relu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_gelu_erf,
+                         0.0f, 0.0f);
       attr.set_post_ops(ops);
     }
     try {
