@@ -7,6 +7,7 @@
 #include "athanor/ops/attention.h"
 #include "athanor/ops/conv_blocked.h"
 #include "athanor/ops/indexing.h"
+#include "athanor/ops/linear_packed.h"
 #include "athanor/ops/nn_functional.h"
 
 namespace ath::graph {
@@ -103,13 +104,16 @@ std::string batch_coupling(const Graph& g, int64_t batch) {
       const Value& x = g.value(n.inputs[0]);
       ok = kind[static_cast<std::size_t>(n.inputs[0])] == Kind::PerSample &&
            x.meta.shape[0] == out0.meta.shape[0];
-      const bool residual = n.op->name == std::string_view("conv_blocked") &&
-                            static_cast<const ConvBlockedAttrs*>(n.attrs.get())->residual;
+      const std::string_view name = n.op->name;
+      const bool residual = (name == "conv_blocked" &&
+                             static_cast<const ConvBlockedAttrs*>(n.attrs.get())->residual) ||
+                            (name == "linear_packed" &&
+                             static_cast<const LinearPackedAttrs*>(n.attrs.get())->residual);
       for (std::size_t i = 1; ok && i < n.inputs.size(); ++i) {
         const ValueId in = n.inputs[i];
-        if (residual && i + 1 == n.inputs.size())
+        if (residual && i + 1 == n.inputs.size())  // read in row-major order, like the output
           ok = kind[static_cast<std::size_t>(in)] == Kind::PerSample &&
-               g.value(in).meta.shape == out0.meta.shape;
+               numel(g.value(in).meta.shape) == numel(out0.meta.shape);
         else
           ok = kind[static_cast<std::size_t>(in)] == Kind::Constant;
       }

@@ -155,6 +155,14 @@ TEST(InferencePasses, ExportedEncoderLayerRunsOnFusedOps) {
     if (n.op->name == "linear_packed")
       gelu_epilogues += static_cast<const LinearPackedAttrs*>(n.attrs.get())->gelu;
   EXPECT_EQ(gelu_epilogues, 1) << g.to_text();
+  // Both residual adds (after the out-projection and after the second FF linear) are those
+  // linears' post-ops: no add is left.
+  int residual_epilogues = 0;
+  for (const graph::Node& n : g.nodes)
+    if (n.op->name == "linear_packed")
+      residual_epilogues += static_cast<const LinearPackedAttrs*>(n.attrs.get())->residual;
+  EXPECT_EQ(residual_epilogues, 2) << g.to_text();
+  EXPECT_EQ(g.count("add"), 0) << g.to_text();
   EXPECT_EQ(g.count("self_attention"), 1) << g.to_text();
   for (const char* gone : {"mm", "matmul", "erf", "softmax", "attention_softmax", "index_select",
                            "mul", "div", "clone", "permute", "split_heads", "merge_heads"})

@@ -1,5 +1,6 @@
 // The packed inference linear (linear_packed.h) against linear in float64: one row (a batch-1
-// classifier), many rows, 3-D inputs, with and without bias, relu or gelu; bad inputs.
+// classifier), many rows, 3-D inputs, with and without bias, relu, gelu or a residual; bad
+// inputs.
 #include <athanor/athanor.h>
 #include <athanor/ops/linear_packed.h>
 #include <gtest/gtest.h>
@@ -21,8 +22,9 @@ TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
   const Shape inputs[] = {{1, 3136}, {64, 100}, {2, 7, 33}, {5}};
   const int64_t outs[] = {128, 10, 48, 3};
   for (std::size_t i = 0; i < std::size(inputs); ++i) {
-    for (int variant = 0; variant < 4; ++variant) {
-      const bool bias = variant != 1, relu = variant == 2, gelu = variant == 3;
+    for (int variant = 0; variant < 6; ++variant) {
+      const bool bias = variant != 1, relu = variant == 2 || variant == 5, gelu = variant == 3;
+      const bool residual = variant >= 4;
       const Tensor x = randn(inputs[i]);
       const int64_t k = inputs[i].back(), n = outs[i];
       const Tensor w = randn({n, k}), b = randn({n});
@@ -31,12 +33,17 @@ TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
                                 .out_features = n,
                                 .with_bias = bias,
                                 .relu = relu,
-                                .gelu = gelu};
+                                .gelu = gelu,
+                                .residual = residual};
       Tensor want = linear(f64(x), f64(w), bias ? std::optional<Tensor>(f64(b)) : std::nullopt);
+      // The residual as a flat tensor: read in the output's row-major order.
+      const Tensor r = randn({want.numel()});
+      if (residual) want = want + f64(r).reshape(want.shape());
       if (relu) want = ath::relu(want);
       if (gelu) want = ath::gelu(want);  // float64: the exact erf
-      const Tensor got = linear_packed(x, linear_pack_weight(w, a),
-                                       bias ? std::optional<Tensor>(b) : std::nullopt, a);
+      const Tensor got =
+          linear_packed(x, linear_pack_weight(w, a), bias ? std::optional<Tensor>(b) : std::nullopt,
+                        a, residual ? std::optional<Tensor>(r) : std::nullopt);
       ASSERT_EQ(got.shape(), want.shape());
       const double scale = std::max(1.0, max(abs(want)).item<double>());
       EXPECT_LE(max(abs(f64(got) - want)).item<double>(), 1e-5 * scale * std::sqrt(double(k)))
@@ -60,6 +67,13 @@ TEST(LinearPacked, BadInputsAreClearErrors) {
       Error);
   EXPECT_THROW(linear_packed(randn({2, 4}).to(kFloat64), packed, std::nullopt, a), DTypeError);
   EXPECT_THROW(linear_pack_weight(randn({3, 4}), LinearPackedAttrs{}), ValueError);
+  LinearPackedAttrs with_residual = a;
+  with_residual.residual = true;
+  const Tensor packed_r = linear_pack_weight(randn({3, 4}), with_residual);
+  EXPECT_THROW(linear_packed(randn({2, 4}), packed_r, std::nullopt, with_residual, randn({2, 4})),
+               ShapeError);  // 8 elements for a [2, 3] product
+  EXPECT_THROW(linear_packed(randn({2, 4}), packed_r, std::nullopt, with_residual),
+               ValueError);  // no residual given
   LinearPackedAttrs both = a;
   both.relu = both.gelu = true;
   EXPECT_THROW(linear_pack_weight(randn({3, 4}), both), ValueError);

@@ -28,6 +28,10 @@ struct LinearPackedAttrs {
   bool with_bias = false;
   bool relu = false;  // relu(x W^T + b), as linear_relu
   bool gelu = false;  // gelu(x W^T + b), the exact (erf) GELU, as oneDNN's post-op; not with relu
+  // x W^T + b + r, r the last input (the output's elements, read as [rows, N] in row-major
+  // order: a reshape of the output is fine), added by the primitive (a binary
+  // post-op, before relu or gelu): a Transformer's residual connection without a separate add.
+  bool residual = false;
   bool operator==(const LinearPackedAttrs&) const = default;
 };
 
@@ -37,7 +41,9 @@ const Op<LinearPackedAttrs>& op_linear_pack_weight();
 const Op<LinearPackedAttrs>& op_linear_packed();
 
 Tensor linear_pack_weight(const Tensor& weight, const LinearPackedAttrs& attrs);
+// `residual` (given exactly when attrs.residual): added to the product (the output's elements).
 Tensor linear_packed(const Tensor& x, const Tensor& packed_weight,
-                     const std::optional<Tensor>& bias, const LinearPackedAttrs& attrs);
+                     const std::optional<Tensor>& bias, const LinearPackedAttrs& attrs,
+                     const std::optional<Tensor>& residual = std::nullopt);
 
 }  // namespace ath

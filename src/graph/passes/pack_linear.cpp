@@ -3,16 +3,19 @@
 // format oneDNN's matmul reads fastest once, here, instead of being read as a transposed
 // row-major operand at every call (3.4x slower for a one-row input).
 //
-// An exact GELU that is the linear's only reader (directly or through one reshape, as exporters
-// write a Transformer's feed-forward) becomes the primitive's post-op: the activation is applied
-// while the product's tile is in registers instead of in another pass over memory (W4's
-// feed-forward at batch 16: a [2048, 512] gelu, 0.23 ms, per block). oneDNN evaluates erf with
-// its own polynomial: within a few float32 ulp of gelu's.
+// What reads the linear alone (directly or through one reshape, as exporters write a
+// Transformer) can become the primitive's post-op, applied while the product's tile is in
+// registers instead of in another pass over memory:
+// - an exact GELU (W4's feed-forward at batch 16: a [2048, 512] gelu, 0.23 ms, per block);
+//   oneDNN evaluates erf with its own polynomial: within a few float32 ulp of gelu's;
+// - an add of a value computed before the linear (a residual connection: h + proj(f(h))), as
+//   a binary-add post-op reading it in place.
 #include "athanor/graph/passes.h"
 #include "athanor/ops/activations.h"
 #include "athanor/ops/epilogue.h"
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/linear_packed.h"
+#include "athanor/ops/pointwise.h"
 #include "constant_value.h"
 #include "graph_edit.h"
 
@@ -20,27 +23,46 @@ namespace ath::graph {
 
 namespace {
 
-// The exact gelu reading y alone, directly or through one reshape that nothing else reads:
-// {that gelu node, the value it reads}, or {-1, kNoValue}.
-std::pair<int32_t, ValueId> gelu_after(const Graph& g, const detail::ValueUses& uses, ValueId y) {
-  int32_t k = uses.sole_reader(y);
+// A node fused into the linear before it: it goes, and its result's readers read `result`.
+struct Epilogue {
+  int32_t node = -1;
+  ValueId reads = kNoValue;     // the value it reads from the linear (maybe a reshape of it)
+  ValueId residual = kNoValue;  // the add's other operand
+  bool gelu = false;
+};
+
+// The exact gelu or the residual add reading linear node k's result y alone, directly or
+// through one reshape that nothing else reads; node -1 when there is none.
+Epilogue epilogue_after(const Graph& g, const detail::ValueUses& uses, std::size_t k, ValueId y) {
+  int32_t r = uses.sole_reader(y);
   ValueId in = y;
-  if (k >= 0 && g.nodes[static_cast<std::size_t>(k)].op->name == std::string_view("view")) {
-    in = g.nodes[static_cast<std::size_t>(k)].outputs[0];
-    k = uses.sole_reader(in);
+  if (r >= 0 && g.nodes[static_cast<std::size_t>(r)].op->name == std::string_view("view")) {
+    in = g.nodes[static_cast<std::size_t>(r)].outputs[0];
+    r = uses.sole_reader(in);
   }
-  if (k < 0) return {-1, kNoValue};
-  const Node& n = g.nodes[static_cast<std::size_t>(k)];
-  if (n.op != &op_gelu() || n.inputs.size() != 1 ||
-      static_cast<const GeluAttrs*>(n.attrs.get())->approximate != GeluApprox::None)
-    return {-1, kNoValue};
-  return {k, in};
+  if (r < 0) return {};
+  const Node& n = g.nodes[static_cast<std::size_t>(r)];
+  if (n.op == &op_gelu() && n.inputs.size() == 1 &&
+      static_cast<const GeluAttrs*>(n.attrs.get())->approximate == GeluApprox::None)
+    return {.node = r, .reads = in, .gelu = true};
+  if (n.op != &op_add() || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1] ||
+      static_cast<const AlphaAttrs*>(n.attrs.get())->alpha.to<double>() != 1.0)
+    return {};
+  const ValueId other = n.inputs[0] == in ? n.inputs[1] : n.inputs[0];
+  const Value& o = g.value(other);
+  // Same type as the sum (no broadcast), and ready when the linear runs.
+  if (o.meta.shape != g.value(n.outputs[0]).meta.shape || o.meta.dtype != kFloat32 ||
+      g.value(in).meta.shape != o.meta.shape)
+    return {};
+  if (o.origin == ValueOrigin::Node && o.node >= static_cast<int32_t>(k)) return {};
+  return {.node = r, .reads = in, .residual = other};
 }
 
 }  // namespace
 
 int pack_linears(Graph& g) {
-  const bool fuse_gelu = !detail::writes_memory(g);  // uses are values, not buffers (graph_edit.h)
+  // Epilogues reason about values, not buffers (graph_edit.h): not where memory is written.
+  const bool epilogues = !detail::writes_memory(g);
   const detail::ValueUses uses = detail::value_uses(g);
   detail::GraphEdit edit(g);
   int packed = 0;
@@ -58,21 +80,22 @@ int pack_linears(Graph& g) {
     if (n.inputs.size() == 3 && g.value(n.inputs[2]).meta.dtype != kFloat32) continue;
     const int64_t in_features = w.shape()[1];
     if (in_features == 0 || numel(x.meta.shape) == 0) continue;
-    const auto [gelu, gelu_input] =
-        fuse_gelu && !relu ? gelu_after(g, uses, n.outputs[0]) : std::pair{-1, kNoValue};
+    const Epilogue epi = epilogues && !relu ? epilogue_after(g, uses, k, n.outputs[0]) : Epilogue{};
     const LinearPackedAttrs a{.rows = numel(x.meta.shape) / in_features,
                               .in_features = in_features,
                               .out_features = w.shape()[0],
                               .with_bias = n.inputs.size() == 3,
                               .relu = relu,
-                              .gelu = gelu >= 0};
+                              .gelu = epi.gelu,
+                              .residual = epi.residual != kNoValue};
     const ValueId weight = edit.constant(linear_pack_weight(w, a));
     n.op = &op_linear_packed();
     n.attrs = op_linear_packed().clone_attrs(&a);
     n.inputs[1] = weight;
-    if (gelu >= 0) {  // its readers read the (reshaped) product, now activated
-      edit.remove(gelu);
-      edit.replace(g.nodes[static_cast<std::size_t>(gelu)].outputs[0], gelu_input);
+    if (a.residual) n.inputs.push_back(epi.residual);
+    if (epi.node >= 0) {  // its readers read the (reshaped) product, now with the epilogue
+      edit.remove(epi.node);
+      edit.replace(g.nodes[static_cast<std::size_t>(epi.node)].outputs[0], epi.reads);
     }
     ++packed;
   }

@@ -49,7 +49,7 @@ const Op<LinearPackedAttrs>& op_linear_packed() {
       .infer =
           [](TensorSpan in, const LinearPackedAttrs& a) {
             check_attrs(a);
-            const std::size_t want = a.with_bias ? 3 : 2;
+            const std::size_t want = 2 + a.with_bias + a.residual;
             ATH_CHECK(in.size() == want, ValueError, "expected {} tensors, got {}", want,
                       in.size());
             for (const Tensor& t : in) check_float32(t, "every tensor");
@@ -65,6 +65,10 @@ const Op<LinearPackedAttrs>& op_linear_packed() {
                         a.out_features);
             Shape out = x.shape();
             out.back() = a.out_features;
+            if (a.residual)  // read as the [rows, N] product it is added to
+              ATH_CHECK(in.back().numel() == a.rows * a.out_features, ShapeError,
+                        "residual of shape {} for an output of shape {}",
+                        to_string(in.back().shape()), to_string(out));
             return OutputSpec{{{out, kFloat32}}, kFloat32};
           },
       .not_differentiable = kInference,
@@ -77,9 +81,12 @@ Tensor linear_pack_weight(const Tensor& weight, const LinearPackedAttrs& attrs) 
 }
 
 Tensor linear_packed(const Tensor& x, const Tensor& packed_weight,
-                     const std::optional<Tensor>& bias, const LinearPackedAttrs& attrs) {
-  if (bias) return call1(op_linear_packed(), {x, packed_weight, *bias}, attrs);
-  return call1(op_linear_packed(), {x, packed_weight}, attrs);
+                     const std::optional<Tensor>& bias, const LinearPackedAttrs& attrs,
+                     const std::optional<Tensor>& residual) {
+  std::vector<Tensor> in{x, packed_weight};
+  if (bias) in.push_back(*bias);
+  if (residual) in.push_back(*residual);
+  return call1(op_linear_packed(), in, attrs);
 }
 
 }  // namespace ath

@@ -1,7 +1,7 @@
 // oneDNN kernels of the packed inference linear (linear_packed.h): a matmul primitive whose
 // weight format oneDNN chooses (`any`), the weight reordered into it once by
-// linear_pack_weight; bias and relu or gelu as the primitive's bias and post-op. Built once per shape
-// and cached (dnnl_utils.h).
+// linear_pack_weight; bias and relu or gelu as the primitive's bias and post-op. Built once per
+// shape and cached (dnnl_utils.h).
 #include "linear_packed_dnnl.h"
 
 #include <optional>
@@ -22,8 +22,8 @@ constexpr auto kF32 = memory::data_type::f32;
 // 1 when the product is small enough to run on one thread (inference_threads) and the weight
 // small enough to stay in one core's cache (kSharedWeightBytes), else 0 (all).
 int linear_threads(const LinearPackedAttrs& a) {
-  const double weight_bytes = static_cast<double>(a.in_features) *
-                              static_cast<double>(a.out_features) * sizeof(float);
+  const double weight_bytes =
+      static_cast<double>(a.in_features) * static_cast<double>(a.out_features) * sizeof(float);
   if (weight_bytes >= kSharedWeightBytes) return 0;
   return inference_threads(static_cast<double>(a.rows) * static_cast<double>(a.in_features) *
                                static_cast<double>(a.out_features),
@@ -39,7 +39,7 @@ std::shared_ptr<const PackedEntry> entry(const LinearPackedAttrs& a) {
   PrimitiveKey key(PrimKind::LinearPacked, threads);
   key.add(a.rows).add(a.in_features).add(a.out_features);
   key.add(static_cast<int64_t>(a.with_bias)).add(static_cast<int64_t>(a.relu));
-  key.add(static_cast<int64_t>(a.gelu));
+  key.add(static_cast<int64_t>(a.gelu)).add(static_cast<int64_t>(a.residual));
   return cached_primitive<PackedEntry>(key, [&] {
     auto e = std::make_shared<PackedEntry>();
     const int64_t m = a.rows, k = a.in_features, n = a.out_features;
@@ -49,13 +49,16 @@ std::shared_ptr<const PackedEntry> entry(const LinearPackedAttrs& a) {
     e->plain_weights = memory::desc({k, n}, kF32, tag::ba);  // the [N, K] weight, transposed
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (a.relu || a.gelu) {
-      dnnl::post_ops ops;
+    dnnl::post_ops ops;
+    if (a.residual) {
+      e->addend = e->dst;
+      ops.append_binary(dnnl::algorithm::binary_add, e->addend);
+    }
+    if (a.relu || a.gelu)
       ops.append_eltwise(1.0f,
                          a.relu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_gelu_erf,
                          0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
+    attr.set_post_ops(ops);
     try {
       const memory::desc any_weights({k, n}, kF32, tag::any);
       auto desc = a.with_bias ? dnnl::matmul::desc(e->src, any_weights, e->bias, e->dst)
@@ -81,8 +84,9 @@ void linear_packed_kernel(TensorSpan in, std::span<Tensor> out, const LinearPack
   if (linear_threads(a) == 1) one.emplace();
   const Tensor x = in[0].contiguous();
   const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
+  const Tensor addend = a.residual ? in.back().contiguous() : Tensor();
   run_packed(entry(a), a, "linear_packed", x.data_ptr(), in[1], out[0].data_ptr(),
-             a.with_bias ? bias.data_ptr() : nullptr);
+             a.with_bias ? bias.data_ptr() : nullptr, a.residual ? addend.data_ptr() : nullptr);
 }
 
 const bool registered = [] {

@@ -74,6 +74,7 @@ struct PackedEntry : CachedPrimitive {
   dnnl::primitive prim;
   dnnl::reorder pack;  // plain_weights -> weights
   dnnl::memory::desc src, weights, plain_weights, bias, dst, scratchpad;
+  dnnl::memory::desc addend;  // a binary-add post-op's tensor (linear_packed's residual), if any
 
   // Takes the weight format and scratchpad the primitive chose, and builds the packing reorder.
   template <class PrimitiveDesc>
@@ -97,11 +98,12 @@ void pack_weight(const PackedEntry& e, const Tensor& weight, Tensor& out, const 
   s.wait();
 }
 
-// Runs the entry on src, the packed weight (its size and header checked first), dst and an
-// optional bias.
+// Runs the entry on src, the packed weight (its size and header checked first), dst, an
+// optional bias and an optional addend (the first post-op's second operand).
 template <class A>
 void run_packed(const std::shared_ptr<const PackedEntry>& e, const A& attrs, const char* op,
-                const void* src, const Tensor& packed_weight, void* dst, const void* bias) {
+                const void* src, const Tensor& packed_weight, void* dst, const void* bias,
+                const void* addend = nullptr) {
   const auto bytes = static_cast<int64_t>(packed_weight.nbytes());
   ATH_CHECK(packed_weight.is_contiguous() &&
                 bytes == static_cast<int64_t>(e->weights.get_size()) + kPackedHeaderBytes,
@@ -113,6 +115,8 @@ void run_packed(const std::shared_ptr<const PackedEntry>& e, const A& attrs, con
   bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(packed));
   bind_arg(args, DNNL_ARG_DST, e->dst, dst);
   if (bias != nullptr) bind_arg(args, DNNL_ARG_BIAS, e->bias, bias);
+  if (addend != nullptr)
+    bind_arg(args, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, e->addend, addend);
   Tensor scratch;
   if (e->scratchpad.get_size() > 0)
     args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
