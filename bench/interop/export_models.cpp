@@ -103,11 +103,12 @@ std::shared_ptr<nn::Sequential> bn_cnn() {
   return m;
 }
 
-// A 2-layer batch-first GRU (ONNX GRU with linear_before_reset = 1) and a time-major one on
-// its output (the transposes around it), then a linear head on every step.
+// A 2-layer batch-first GRU (ONNX GRU with linear_before_reset = 1) and a time-major,
+// bidirectional one without bias on its output (the transposes around it), then a linear head
+// on every step.
 struct GruModel : nn::Module {
   nn::GRU gru{{.input_size = 16, .hidden_size = 32, .num_layers = 2, .batch_first = true}};
-  nn::GRU tm{{.input_size = 32, .hidden_size = 24}};
+  nn::GRU tm{{.input_size = 32, .hidden_size = 12, .bias = false, .bidirectional = true}};
   nn::Linear head{{.in = 24, .out = 10}};
   GruModel() : Module("GruModel") {
     register_module("gru", gru);
