@@ -6,7 +6,7 @@
 //
 //   build/bench/export_models OUT_DIR
 //   -> OUT_DIR/W2.onnx, W2_b64_input.npy, W2_b64_output.npy, W2_b3_input.npy, ... (W3, W4, and
-//      two smaller models covering other layers, x_bilstm and x_bn_cnn)
+//      smaller models covering other layers: x_bilstm, x_bn_cnn, x_gru, x_deconv_gn)
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -19,6 +19,7 @@
 #include "athanor/nn/batch_norm.h"
 #include "athanor/nn/conv.h"
 #include "athanor/nn/flatten.h"
+#include "athanor/nn/group_norm.h"
 #include "athanor/nn/linear.h"
 #include "athanor/nn/pooling.h"
 #include "athanor/nn/rnn.h"
@@ -102,6 +103,52 @@ std::shared_ptr<nn::Sequential> bn_cnn() {
   return m;
 }
 
+// A 2-layer batch-first GRU (ONNX GRU with linear_before_reset = 1) and a time-major,
+// bidirectional one without bias on its output (the transposes around it), then a linear head
+// on every step.
+struct GruModel : nn::Module {
+  nn::GRU gru{{.input_size = 16, .hidden_size = 32, .num_layers = 2, .batch_first = true}};
+  nn::GRU tm{{.input_size = 32, .hidden_size = 12, .bias = false, .bidirectional = true}};
+  nn::Linear head{{.in = 24, .out = 10}};
+  GruModel() : Module("GruModel") {
+    register_module("gru", gru);
+    register_module("tm", tm);
+    register_module("head", head);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = tm(gru(x).transpose(0, 1)).transpose(0, 1);  // [B, T, 24]
+    return head(h);
+  }
+};
+
+// A decoder: transposed convolutions (stride 2 with padding 1; one with output_padding and
+// groups, one without bias), each followed by group norm (ONNX InstanceNormalization on the
+// grouped tensor and the per-channel affine) and SiLU.
+std::shared_ptr<nn::Sequential> deconv_gn() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->emplace_back<nn::ConvTranspose2d>(
+      nn::ConvTranspose2dOptions{.in = 8, .out = 16, .kernel = 4, .stride = 2, .padding = 1});
+  auto& gn1 = m->emplace_back<nn::GroupNorm>(nn::GroupNormOptions{.groups = 4, .channels = 16});
+  m->emplace_back<nn::SiLU>();
+  m->emplace_back<nn::ConvTranspose2d>(nn::ConvTranspose2dOptions{.in = 16,
+                                                                  .out = 4,
+                                                                  .kernel = 3,
+                                                                  .stride = 2,
+                                                                  .padding = 1,
+                                                                  .output_padding = 1,
+                                                                  .groups = 2,
+                                                                  .bias = false});
+  auto& gn2 = m->emplace_back<nn::GroupNorm>(nn::GroupNormOptions{.groups = 2, .channels = 4});
+  {
+    NoGradGuard no_grad;  // an affine other than the identity, as after training
+    for (nn::GroupNorm* gn : {&gn1, &gn2}) {
+      gn->weight.copy_(randn(gn->weight.shape()) * 0.5 + 1.0);
+      gn->bias.copy_(randn(gn->bias.shape()) * 0.1);
+    }
+  }
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +173,12 @@ int main(int argc, char** argv) {
     manual_seed(0);
     auto cnn_bn = bn_cnn();
     run(dir, "x_bn_cnn", *cnn_bn, {randn({8, 3, 16, 16}), randn({3, 3, 16, 16})});
+    manual_seed(0);
+    GruModel gru;
+    run(dir, "x_gru", gru, {randn({8, 20, 16}), randn({3, 20, 16})});
+    manual_seed(0);
+    auto deconv = deconv_gn();
+    run(dir, "x_deconv_gn", *deconv, {randn({8, 8, 7, 7}), randn({3, 8, 7, 7})});
   } catch (const Error& e) {
     std::fprintf(stderr, "export_models: %s\n", e.what());
     return 1;

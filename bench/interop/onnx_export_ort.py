@@ -22,7 +22,7 @@ LIMIT = 1e-4
 def main():
     out_dir = sys.argv[1]
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}")
-    print(f"{'model':8} {'batch':>5} {'output shape':>16} {'max abs diff':>13} {'max rel diff':>13}")
+    print(f"{'model':12} {'batch':>5} {'output shape':>16} {'max abs diff':>13} {'max rel diff':>13}")
     worst = 0.0
     models = sorted(glob.glob(os.path.join(out_dir, "*.onnx")))
     if not models:
@@ -47,7 +47,7 @@ def main():
             rel_diff = abs_diff / float(np.max(np.abs(want)))
             worst = max(worst, rel_diff)
             shape = "x".join(str(d) for d in got.shape)
-            print(f"{name:8} {batch:>5} {shape:>16} {abs_diff:>13.3e} {rel_diff:>13.3e}")
+            print(f"{name:12} {batch:>5} {shape:>16} {abs_diff:>13.3e} {rel_diff:>13.3e}")
     print(f"worst relative difference {worst:.3e} ({'ok' if worst <= LIMIT else 'FAIL'}: limit {LIMIT:g})")
     return 0 if worst <= LIMIT else 1
 

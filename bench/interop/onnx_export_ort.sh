@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # athanor's ONNX export checked by ONNX Runtime 1.31 (PyPI): W2's CNN, W3's LSTM and W4's
-# transformer at the workload sizes (random weights, fixed seed), and two smaller models
-# covering other layers (x_bilstm, x_bn_cnn), are exported by
-# build/bench/export_models together with fixed inputs and athanor's eager outputs (.npy), at the
-# workload's batch size and at another one (the batch dim is symbolic); onnx_export_ort.py runs
-# them in ONNX Runtime and prints the max absolute and relative differences per model. Exits
-# nonzero when a relative difference exceeds 1e-4.
+# transformer at the workload sizes (random weights, fixed seed), and smaller models covering
+# other layers (x_bilstm: a bidirectional LSTM; x_bn_cnn: batch norm and pools; x_gru: a
+# batch-first GRU and a time-major bidirectional one without bias; x_deconv_gn:
+# ConvTranspose2d + GroupNorm), are exported by build/bench/export_models together with fixed
+# inputs and athanor's eager outputs (.npy), at the workload's batch size and at another one
+# (the batch dim is symbolic); onnx_export_ort.py runs them in ONNX Runtime and prints the max
+# absolute and relative differences per model. Exits nonzero when a relative difference
+# exceeds 1e-4.
 #
 #   bench/interop/onnx_export_ort.sh
 #   EXPORT_MODELS=build/bench/export_models bench/interop/onnx_export_ort.sh   (already built: no

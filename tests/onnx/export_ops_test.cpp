@@ -228,11 +228,12 @@ INSTANTIATE_TEST_SUITE_P(Rows, ExportOpTable, ::testing::ValuesIn(rows()),
                          [](const auto& info) { return info.param.name; });
 
 // Every op the exporter claims is recorded by some row (or by the model tests of
-// export_test.cpp, listed here).
+// export_test.cpp and export_layers_test.cpp, listed here).
 TEST(ExportOpTableWalk, EveryEmitterHasARow) {
-  std::set<std::string> recorded = {"convolution", "max_pool2d",        "batch_norm",
-                                    "layer_norm",  "embedding",         "split_heads",
-                                    "merge_heads", "attention_softmax", "lstm_sequence"};
+  std::set<std::string> recorded = {"convolution",  "max_pool2d",        "batch_norm",
+                                    "layer_norm",   "embedding",         "split_heads",
+                                    "merge_heads",  "attention_softmax", "lstm_sequence",
+                                    "gru_sequence", "group_norm"};
   for (const Row& row : rows()) {
     const std::vector<Tensor> in = row.inputs(2);
     NoGradGuard no_grad;

@@ -25,39 +25,12 @@
 #include "athanor/ops/ops.h"
 #include "athanor/ops/rnn_cells.h"
 #include "athanor/tensor/grad_mode.h"
-#include "onnx/checker.h"
-#include "onnx/onnx_pb.h"
-#include "onnx/shape_inference/implementation.h"
+#include "export_check.h"
 
 namespace ath::onnx::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_model(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "athanor_onnx_export";
-  fs::create_directories(dir);
-  const fs::path p = dir / (name + ".onnx");
-  fs::remove(p);
-  return p.string();
-}
-
-::onnx::ModelProto read_model(const std::string& path) {
-  ::onnx::ModelProto m;
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(m.ParseFromIstream(&in)) << path;
-  return m;
-}
-
-// libonnx's checker, then shape inference with errors raised (ONNX 1.12's strict mode).
-void check_with_libonnx(const std::string& path) {
-  ::onnx::ModelProto m = read_model(path);
-  EXPECT_NO_THROW(::onnx::checker::check_model(m)) << path;
-  const ::onnx::ShapeInferenceOptions opts(/*check_type_val=*/true, /*strict_mode_val=*/1);
-  EXPECT_NO_THROW(
-      ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), opts))
-      << path;
-}
 
 // Max |a - b| / max(|b|, 1e-3)-style check: within rtol relative to the reference's scale.
 void expect_close(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
@@ -89,12 +62,6 @@ std::string roundtrip(nn::Module& m, const Tensor& x, const Tensor& other, const
     }
   }
   return path;
-}
-
-std::map<std::string, int> op_counts(const ::onnx::ModelProto& m) {
-  std::map<std::string, int> r;
-  for (const auto& n : m.graph().node()) ++r[n.op_type()];
-  return r;
 }
 
 std::vector<std::string> initializer_names(const ::onnx::ModelProto& m) {

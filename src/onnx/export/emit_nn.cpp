@@ -1,7 +1,11 @@
-// Convolution, pooling, normalization, embedding. Only what the inference form needs: batch
-// norm with running statistics (eval), max pooling's values (its indices are a training-time
-// output whose layout ONNX defines differently), layer norm as LayerNormalization (opset 17)
-// or, below, as the reductions it is made of.
+// Convolution (plain and transposed), pooling, normalization, embedding. Only what the inference
+// form needs: batch norm with running statistics (eval), max pooling's values (its indices are
+// a training-time output whose layout ONNX defines differently), layer norm as
+// LayerNormalization (opset 17) or, below, as the reductions it is made of, group norm through
+// InstanceNormalization.
+#include <algorithm>
+#include <array>
+
 #include "athanor/ops/conv.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/nn_functional.h"
@@ -15,19 +19,32 @@ void require_4d(EmitContext& c) {
   if (c.in_meta(0).shape.size() != 4) c.unsupported("an input that is not [N, C, H, W]");
 }
 
+// Conv, or ConvTranspose for the transposed form (conv_transpose2d). Both take PyTorch's weight
+// layout ([out, in/groups, kh, kw] and [in, out/groups, kh, kw]). The transposed op folds
+// output_padding into its end padding (pad_r = padding - output_padding, possibly negative);
+// ONNX wants pads >= 0 and output_padding apart, so the end pad is split back the way
+// PyTorch's exporter writes it: symmetric pads, the difference as output_padding.
 void emit_convolution(EmitContext& c) {
   const ConvAttrs& a = c.attrs<ConvAttrs>();
   require_4d(c);
-  if (a.transposed) c.unsupported("transposed convolution");
   std::vector<std::string> inputs{c.in(0), c.in(1)};
   if (c.num_inputs() == 3) inputs.push_back(c.in(2));
-  ::onnx::NodeProto& n = c.add("Conv", inputs, {c.out(0)});
+  ::onnx::NodeProto& n = c.add(a.transposed ? "ConvTranspose" : "Conv", inputs, {c.out(0)});
   const Shape& w = c.in_meta(1).shape;
   attr_ints(n, "kernel_shape", {w[2], w[3]});
   attr_ints(n, "strides", {a.stride[0], a.stride[1]});
-  attr_ints(n, "pads", {a.pad_l[0], a.pad_l[1], a.pad_r[0], a.pad_r[1]});
+  std::array<int64_t, 2> pad_end = a.pad_r, output_padding{0, 0};
+  if (a.transposed) {
+    for (std::size_t d = 0; d < 2; ++d) {
+      output_padding[d] = std::max<int64_t>(0, a.pad_l[d] - a.pad_r[d]);
+      pad_end[d] = a.pad_r[d] + output_padding[d];
+    }
+  }
+  attr_ints(n, "pads", {a.pad_l[0], a.pad_l[1], pad_end[0], pad_end[1]});
   attr_ints(n, "dilations", {a.dilation[0], a.dilation[1]});
   attr_i(n, "group", a.groups);
+  if (output_padding[0] != 0 || output_padding[1] != 0)
+    attr_ints(n, "output_padding", {output_padding[0], output_padding[1]});
 }
 
 void emit_max_pool2d(EmitContext& c) {
@@ -134,6 +151,43 @@ void emit_layer_norm(EmitContext& c) {
         {c.out(0)});
 }
 
+// Inputs (x, weight, bias); outputs (y, mean [N, G], rstd [N, G]). GroupNormalization only
+// arrived in opset 18, so: x [N, C, *] reshaped to [N, G, C/G * ...], InstanceNormalization
+// with unit scale and zero bias (per sample and group: exactly group norm's statistics; the
+// importer runs it as group_norm), reshaped back, then the per-channel affine.
+void emit_group_norm(EmitContext& c) {
+  const GroupNormAttrs& a = c.attrs<GroupNormAttrs>();
+  if (c.out_used(1) || c.out_used(2)) c.unsupported("group norm's statistics read by the model");
+  const Shape& x = c.in_meta(0).shape;
+  const DType t = c.in_meta(0).dtype;
+  const auto rank = static_cast<int64_t>(x.size());
+  const Shape groups{a.num_groups};
+  // 0 in a Reshape target copies the input's dim: the batch stays symbolic.
+  const std::string grouped = c.op("Reshape", {c.in(0), c.ints({0, a.num_groups, -1})});
+  ::onnx::NodeProto* norm = nullptr;
+  const std::string normed = c.op(
+      "InstanceNormalization",
+      {grouped, c.constant(ones(groups, t), "scale"), c.constant(zeros(groups, t), "bias")}, &norm);
+  attr_f(*norm, "epsilon", a.eps);
+  std::vector<int64_t> shape(x.begin(), x.end());
+  shape[0] = 0;
+  const bool w = a.has_weight, b = a.has_bias;
+  std::string y = w || b ? c.fresh("Reshape") : c.out(0);
+  c.add("Reshape", {normed, c.ints(shape)}, {y});
+  // weight, bias [C] -> [C, 1, ...] against [N, C, *].
+  std::vector<int64_t> trailing;
+  for (int64_t d = 1; d < rank - 1; ++d) trailing.push_back(d);
+  auto per_channel = [&](int i) {
+    return trailing.empty() ? c.in(i) : c.op("Unsqueeze", {c.in(i), c.ints(trailing)});
+  };
+  if (w) {
+    const std::string scaled = b ? c.fresh("Mul") : c.out(0);
+    c.add("Mul", {y, per_channel(1)}, {scaled});
+    y = scaled;
+  }
+  if (b) c.add("Add", {y, per_channel(2)}, {c.out(0)});
+}
+
 // embedding(weight, indices): the rows of weight at indices.
 void emit_embedding(EmitContext& c) {
   attr_i(c.add("Gather", {c.in(0), c.in(1)}, {c.out(0)}), "axis", 0);
@@ -148,6 +202,7 @@ void add_nn_emitters(EmitTable& t) {
   t[&op_adaptive_avg_pool2d()] = {emit_adaptive_avg_pool2d};
   t[&op_batch_norm()] = {emit_batch_norm};
   t[&op_layer_norm()] = {emit_layer_norm};
+  t[&op_group_norm()] = {emit_group_norm};
   t[&op_embedding()] = {emit_embedding};
 }
 

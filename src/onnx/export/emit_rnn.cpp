@@ -1,10 +1,14 @@
-// lstm_sequence as an ONNX LSTM node. The trace records nn::LSTM's input projection apart
-// (view(addmm(b_ih + b_hh, view(x), w_ih^T)), one GEMM over every step) and the recurrence as
-// lstm_sequence(xg, w_hh, h0, c0); when that pattern is there the LSTM node takes x, w_ih and
-// the bias itself (the projection's nodes then have no reader and drop out), otherwise it takes
-// xg with an identity input weight. ONNX orders the gates i, o, f, c where athanor (PyTorch)
-// orders them i, f, g, o, so the weights are reordered with Split + Concat on the initializers
-// (which runtimes fold), keeping the parameters under their own names.
+// lstm_sequence and gru_sequence as ONNX LSTM and GRU nodes. The trace records nn::LSTM's and
+// nn::GRU's input projection apart (view(addmm(bias, view(x), w_ih^T)), one GEMM over every
+// step) and the recurrence as lstm_sequence(xg, w_hh, h0, c0) / gru_sequence(xg, w_hh, b_hh,
+// h0); when that pattern is there the ONNX node takes x, w_ih and the bias itself (the
+// projection's nodes then have no reader and drop out), otherwise it takes xg with an identity
+// input weight. ONNX orders the gates i, o, f, c (LSTM) and z, r, h (GRU) where athanor
+// (PyTorch) orders them i, f, g, o and r, z, n, so the weights are reordered with Split +
+// Concat on the initializers (which runtimes fold), keeping the parameters under their own
+// names. athanor's GRU applies the reset gate after the recurrent product (r * (W_hn h +
+// b_hn)), which is ONNX's linear_before_reset = 1; its importer reads such a node back onto
+// gru_sequence.
 #include <optional>
 
 #include "athanor/ops/creation.h"
@@ -17,10 +21,14 @@ namespace ath::onnx::detail {
 
 namespace {
 
+// athanor's gate blocks in ONNX's order: LSTM i, f, g, o -> i, o, f, c; GRU r, z, n -> z, r, h.
+const std::vector<int64_t> kLstmOrder{0, 3, 1, 2};
+const std::vector<int64_t> kGruOrder{1, 0, 2};
+
 struct Projection {
   ValueId x = graph::kNoValue;     // the sequence [T, B, I] ([B, T, I])
-  ValueId w_ih = graph::kNoValue;  // [4H, I]
-  ValueId bias = graph::kNoValue;  // [4H] or none
+  ValueId w_ih = graph::kNoValue;  // [G*H, I]
+  ValueId bias = graph::kNoValue;  // [G*H] or none
 };
 
 const graph::Node* producer(const EmitContext& c, ValueId v, const OpDef& op) {
@@ -55,15 +63,25 @@ std::optional<Projection> match_projection(const EmitContext& c, ValueId xg) {
   return Projection{inner->inputs[0], wt->inputs[0], with_bias ? mm->inputs[0] : graph::kNoValue};
 }
 
-// Blocks i, f, g, o (each h rows) of w reordered to ONNX's i, o, f, g, with a leading dim of 1.
-std::string onnx_gates(EmitContext& c, const std::string& w, int64_t h) {
-  std::vector<std::string> blocks{c.fresh("gate_i"), c.fresh("gate_f"), c.fresh("gate_g"),
-                                  c.fresh("gate_o")};
-  attr_i(c.add("Split", {w, c.ints({h, h, h, h})}, blocks), "axis", 0);
+std::string concat0(EmitContext& c, const std::vector<std::string>& parts) {
   ::onnx::NodeProto* n = nullptr;
-  const std::string r = c.op("Concat", {blocks[0], blocks[3], blocks[1], blocks[2]}, &n);
+  const std::string r = c.op("Concat", parts, &n);
   attr_i(*n, "axis", 0);
-  return c.op("Unsqueeze", {r, c.ints({0})});
+  return r;
+}
+
+std::string unsqueeze0(EmitContext& c, const std::string& x) {
+  return c.op("Unsqueeze", {x, c.ints({0})});
+}
+
+// The blocks of h rows of w (along dim 0) in ONNX's order.
+std::string onnx_gates(EmitContext& c, const std::string& w, int64_t h,
+                       const std::vector<int64_t>& order) {
+  std::vector<std::string> blocks, ordered;
+  for (std::size_t i = 0; i < order.size(); ++i) blocks.push_back(c.fresh("gate"));
+  attr_i(c.add("Split", {w, c.ints(std::vector<int64_t>(order.size(), h))}, blocks), "axis", 0);
+  for (int64_t k : order) ordered.push_back(blocks[static_cast<std::size_t>(k)]);
+  return concat0(c, ordered);
 }
 
 bool all_zero(const std::optional<Tensor>& t) {
@@ -74,58 +92,106 @@ bool all_zero(const std::optional<Tensor>& t) {
   return true;
 }
 
+const std::vector<int64_t> kSwap{1, 0, 2};  // [B, T, X] <-> [T, B, X]
+
+// The node's X and W, and the input bias Wb in ONNX's gate order ("" when there is none).
+struct SequenceInput {
+  std::string x, w, wb;
+};
+
+SequenceInput sequence_input(EmitContext& c, int64_t h, const std::vector<int64_t>& order,
+                             bool batch_first) {
+  SequenceInput r;
+  if (auto p = match_projection(c, c.in_value(0))) {
+    r.x = c.name(p->x);
+    r.w = unsqueeze0(c, onnx_gates(c, c.name(p->w_ih), h, order));
+    if (p->bias != graph::kNoValue) r.wb = onnx_gates(c, c.name(p->bias), h, order);
+  } else {
+    // xg already holds the projection (and the input bias): an identity input weight passes
+    // it on.
+    const auto g = static_cast<int64_t>(order.size()) * h;
+    r.x = c.in(0);
+    r.w = unsqueeze0(
+        c, onnx_gates(c, c.constant(eye(g, g, c.in_meta(0).dtype), "identity"), h, order));
+  }
+  if (batch_first) {
+    ::onnx::NodeProto* n = nullptr;
+    r.x = c.op("Transpose", {r.x}, &n);
+    attr_ints(*n, "perm", kSwap);
+  }
+  return r;
+}
+
+// Input i as ONNX's initial state [1, B, H], or "" (zeros) when it is known to be zero.
+std::string initial_state(EmitContext& c, int i) {
+  return all_zero(c.known_in(i)) ? std::string() : unsqueeze0(c, c.in(i));
+}
+
+// Y [T, 1, B, H] -> output 0 [T, B, H] ([B, T, H]); each final state [1, B, H] -> output k
+// [B, H] (output 1 for Y_h, 2 for Y_c).
+void write_outputs(EmitContext& c, bool batch_first, const std::string& y,
+                   const std::vector<std::string>& states) {
+  if (batch_first) {
+    const std::string tbh = c.op("Squeeze", {y, c.ints({1})});
+    attr_ints(c.add("Transpose", {tbh}, {c.out(0)}), "perm", kSwap);
+  } else {
+    c.add("Squeeze", {y, c.ints({1})}, {c.out(0)});
+  }
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    const int i = static_cast<int>(k) + 1;
+    if (c.out_used(i)) c.add("Squeeze", {states[k], c.ints({0})}, {c.out(i)});
+  }
+}
+
 // Inputs (xg, w_hh, h0, c0); outputs (output, h_n, c_n, workspace).
 void emit_lstm_sequence(EmitContext& c) {
   const RnnSequenceAttrs& a = c.attrs<RnnSequenceAttrs>();
   if (c.out_used(3)) c.unsupported("lstm_sequence's workspace read by the model");
   const int64_t h = c.in_meta(1).shape[1];
   const DType t = c.in_meta(0).dtype;
-  const std::vector<int64_t> swap{1, 0, 2};  // [B, T, X] <-> [T, B, X]
-
-  std::string x, w, bias;
-  if (auto p = match_projection(c, c.in_value(0))) {
-    x = c.name(p->x);
-    w = onnx_gates(c, c.name(p->w_ih), h);
-    if (p->bias != graph::kNoValue) {
-      const std::string b = c.op("Squeeze", {onnx_gates(c, c.name(p->bias), h), c.ints({0})});
-      ::onnx::NodeProto* n = nullptr;
-      const std::string wb_rb = c.op("Concat", {b, c.constant(zeros({4 * h}, t), "rb")}, &n);
-      attr_i(*n, "axis", 0);
-      bias = c.op("Unsqueeze", {wb_rb, c.ints({0})});
-    }
-  } else {
-    // xg already holds the projection and the bias: an identity input weight passes it on.
-    x = c.in(0);
-    w = onnx_gates(c, c.constant(eye(4 * h, 4 * h, t), "identity"), h);
-  }
-  if (a.batch_first) {
-    ::onnx::NodeProto* n = nullptr;
-    x = c.op("Transpose", {x}, &n);
-    attr_ints(*n, "perm", swap);
-  }
-  const std::string r = onnx_gates(c, c.in(1), h);
-  std::string h0, c0;
-  if (!all_zero(c.known_in(2)) || !all_zero(c.known_in(3))) {
-    h0 = c.op("Unsqueeze", {c.in(2), c.ints({0})});
-    c0 = c.op("Unsqueeze", {c.in(3), c.ints({0})});
-  }
+  const SequenceInput in = sequence_input(c, h, kLstmOrder, a.batch_first);
+  // B is Wb then Rb: the projection's bias is already b_ih + b_hh.
+  const std::string bias =
+      in.wb.empty() ? std::string()
+                    : unsqueeze0(c, concat0(c, {in.wb, c.constant(zeros({4 * h}, t), "rb")}));
+  const std::string r = unsqueeze0(c, onnx_gates(c, c.in(1), h, kLstmOrder));
+  const std::string h0 = initial_state(c, 2), c0 = initial_state(c, 3);
   const std::string y = c.fresh("Y"), yh = c.fresh("Y_h"), yc = c.fresh("Y_c");
-  ::onnx::NodeProto& n = c.add("LSTM", {x, w, r, bias, "", h0, c0}, {y, yh, yc});
+  ::onnx::NodeProto& n = c.add("LSTM", {in.x, in.w, r, bias, "", h0, c0}, {y, yh, yc});
   attr_i(n, "hidden_size", h);
   if (a.reverse) attr_s(n, "direction", "reverse");
-  // Y [T, 1, B, H] -> [T, B, H] ([B, T, H]); Y_h, Y_c [1, B, H] -> [B, H].
-  if (a.batch_first) {
-    const std::string tbh = c.op("Squeeze", {y, c.ints({1})});
-    attr_ints(c.add("Transpose", {tbh}, {c.out(0)}), "perm", swap);
-  } else {
-    c.add("Squeeze", {y, c.ints({1})}, {c.out(0)});
+  write_outputs(c, a.batch_first, y, {yh, yc});
+}
+
+// Inputs (xg, w_hh, b_hh, h0); outputs (output, h_n, acts, hn).
+void emit_gru_sequence(EmitContext& c) {
+  const RnnSequenceAttrs& a = c.attrs<RnnSequenceAttrs>();
+  if (c.out_used(2) || c.out_used(3)) c.unsupported("gru_sequence's saved gates read by the model");
+  const int64_t h = c.in_meta(1).shape[1];
+  const DType t = c.in_meta(0).dtype;
+  const SequenceInput in = sequence_input(c, h, kGruOrder, a.batch_first);
+  // B is Wb then Rb; b_hh stays apart because the reset gate multiplies W_hn h + b_hn.
+  std::string bias;
+  const bool no_rb = all_zero(c.known_in(2));
+  if (!in.wb.empty() || !no_rb) {
+    const std::string zero = c.constant(zeros({3 * h}, t), "zero_bias");
+    const std::string rb = no_rb ? zero : onnx_gates(c, c.in(2), h, kGruOrder);
+    bias = unsqueeze0(c, concat0(c, {in.wb.empty() ? zero : in.wb, rb}));
   }
-  if (c.out_used(1)) c.add("Squeeze", {yh, c.ints({0})}, {c.out(1)});
-  if (c.out_used(2)) c.add("Squeeze", {yc, c.ints({0})}, {c.out(2)});
+  const std::string r = unsqueeze0(c, onnx_gates(c, c.in(1), h, kGruOrder));
+  const std::string y = c.fresh("Y"), yh = c.fresh("Y_h");
+  ::onnx::NodeProto& n = c.add("GRU", {in.x, in.w, r, bias, "", initial_state(c, 3)}, {y, yh});
+  attr_i(n, "hidden_size", h);
+  attr_i(n, "linear_before_reset", 1);
+  if (a.reverse) attr_s(n, "direction", "reverse");
+  write_outputs(c, a.batch_first, y, {yh});
 }
 
 }  // namespace
 
-void add_rnn_emitters(EmitTable& t) { t[&op_lstm_sequence()] = {emit_lstm_sequence}; }
+void add_rnn_emitters(EmitTable& t) {
+  t[&op_lstm_sequence()] = {emit_lstm_sequence};
+  t[&op_gru_sequence()] = {emit_gru_sequence};
+}
 
 }  // namespace ath::onnx::detail

@@ -32,7 +32,7 @@ void add_nn_emitters(EmitTable& t);           // convolution, pools, norms, embe
 void add_shape_emitters(EmitTable& t);        // view, permute, expand, slice, select, cat...
 void add_reduce_emitters(EmitTable& t);       // sum, mean, amax, amin, argmax...
 void add_attention_emitters(EmitTable& t);    // split_heads, merge_heads, attention_softmax
-void add_rnn_emitters(EmitTable& t);          // lstm_sequence
+void add_rnn_emitters(EmitTable& t);          // lstm_sequence, gru_sequence
 
 // Emits `onnx_op` with the node's inputs (converted to the output's dtype) and output 0.
 void emit_same_type(EmitContext& c, const std::string& onnx_op);
