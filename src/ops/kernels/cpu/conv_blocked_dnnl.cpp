@@ -163,11 +163,10 @@ void layout_kernel(const Tensor& in, Tensor& out, const Shape& plain, Activation
     return r;
   });
   const Tensor x = in.contiguous();
-  dnnl::stream& s = cpu_stream();
-  memory src = make_memory(e->src, x.data_ptr());
-  memory dst = make_memory(e->dst, out.data_ptr());
-  e->prim.execute(s, src, dst);
-  s.wait();
+  CallArgs& args = thread_call_args(e);
+  bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
+  bind_arg(args, DNNL_ARG_DST, e->dst, out.data_ptr());
+  execute(e->prim, args);
 }
 
 void to_blocked_kernel(TensorSpan in, std::span<Tensor> out, const BlockedLayoutAttrs& a) {
@@ -226,14 +225,11 @@ void pool_blocked_kernel(TensorSpan in, std::span<Tensor> out, const PoolBlocked
     return p;
   });
   const Tensor x = in[0].contiguous();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, make_memory(e->src, x.data_ptr())},
-                                       {DNNL_ARG_DST, make_memory(e->dst, out[0].data_ptr())}};
-  Tensor scratch;
-  if (e->scratchpad.get_size() > 0)
-    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
-  dnnl::stream& s = cpu_stream();
-  e->prim.execute(s, args);
-  s.wait();
+  CallArgs& args = thread_call_args(e);
+  bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
+  bind_arg(args, DNNL_ARG_DST, e->dst, out[0].data_ptr());
+  bind_scratchpad(args, e->scratchpad);
+  execute(e->prim, args);
 }
 
 const bool registered = [] {

@@ -110,19 +110,15 @@ void run_packed(const std::shared_ptr<const PackedEntry>& e, const A& attrs, con
             ShapeError, "{}: a packed weight of {} bytes was packed for another shape", op, bytes);
   const void* packed = packed_weight.data_ptr();
   check_packed_header(packed, attrs, e->weights, op);
-  std::unordered_map<int, dnnl::memory>& args = thread_call_args(e);
+  CallArgs& args = thread_call_args(e);
   bind_arg(args, DNNL_ARG_SRC, e->src, src);
   bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, packed_data(packed));
   bind_arg(args, DNNL_ARG_DST, e->dst, dst);
   if (bias != nullptr) bind_arg(args, DNNL_ARG_BIAS, e->bias, bias);
   if (addend != nullptr)
     bind_arg(args, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, e->addend, addend);
-  Tensor scratch;
-  if (e->scratchpad.get_size() > 0)
-    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratchpad_memory(e->scratchpad, scratch));
-  dnnl::stream& s = cpu_stream();
-  e->prim.execute(s, args);
-  s.wait();
+  bind_scratchpad(args, e->scratchpad);
+  execute(e->prim, args);
 }
 
 }  // namespace ath::kernels

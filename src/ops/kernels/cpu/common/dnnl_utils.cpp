@@ -120,11 +120,10 @@ dnnl::memory make_memory(const dnnl::memory::desc& md, const void* ptr) {
   return dnnl::memory(md, cpu_engine(), const_cast<void*>(ptr));
 }
 
-std::unordered_map<int, dnnl::memory>& thread_call_args(
-    const std::shared_ptr<const CachedPrimitive>& entry) {
+CallArgs& thread_call_args(const std::shared_ptr<const CachedPrimitive>& entry) {
   struct Args {
     std::shared_ptr<const CachedPrimitive> entry;  // keeps the key's address from being reused
-    std::unordered_map<int, dnnl::memory> args;
+    CallArgs args;
   };
   constexpr std::size_t kMaxEntries = 512;
   thread_local std::unordered_map<const CachedPrimitive*, Args> cache;
@@ -136,14 +135,50 @@ std::unordered_map<int, dnnl::memory>& thread_call_args(
   return it->second.args;
 }
 
-void bind_arg(std::unordered_map<int, dnnl::memory>& args, int id, const dnnl::memory::desc& md,
-              const void* ptr) {
-  auto it = args.find(id);
-  if (it == args.end()) {
-    args.emplace(id, make_memory(md, ptr));
+void bind_arg(CallArgs& args, int id, const dnnl::memory::desc& md, const void* ptr) {
+  auto it = args.memory.find(id);
+  if (it == args.memory.end()) {
+    it = args.memory.emplace(id, make_memory(md, ptr)).first;
+    args.c_args.push_back({id, it->second.get()});
   } else if (it->second.get_data_handle() != ptr) {
     it->second.set_data_handle(const_cast<void*>(ptr));
   }
+}
+
+void bind_scratchpad(CallArgs& args, const dnnl::memory::desc& md) {
+  const std::size_t bytes = md.get_size();
+  if (bytes == 0) return;
+  if (bytes > kThreadScratchBytes) {
+    const dnnl::memory m = scratchpad_memory(md, args.scratch);
+    bind_arg(args, DNNL_ARG_SCRATCHPAD, md, m.get_data_handle());
+    return;
+  }
+  // Grown to the largest small scratchpad this thread has run; freed with the thread.
+  struct Block {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    ~Block() { std::free(data); }
+  };
+  thread_local Block block;
+  if (block.bytes < bytes) {
+    constexpr std::size_t kPage = 4096;
+    const std::size_t want = (bytes + kPage - 1) / kPage * kPage;
+    void* p = std::aligned_alloc(kPage, want);
+    ATH_CHECK(p != nullptr, Error, "out of memory allocating a {}-byte oneDNN scratchpad", want);
+    std::free(block.data);
+    block = {p, want};
+  }
+  bind_arg(args, DNNL_ARG_SCRATCHPAD, md, block.data);
+}
+
+void execute(const dnnl::primitive& p, CallArgs& args) {
+  dnnl::stream& s = cpu_stream();
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(p.get(), s.get(), static_cast<int>(args.c_args.size()),
+                             args.c_args.data()),
+      "could not execute a primitive");
+  s.wait();
+  args.scratch = Tensor();
 }
 
 dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder) {
@@ -154,9 +189,15 @@ dnnl::memory scratchpad_memory(const dnnl::memory::desc& md, Tensor& holder) {
 }
 
 PrimitiveKey::PrimitiveKey(PrimKind kind, int threads) {
-  values_.reserve(48);
-  values_.push_back(static_cast<int64_t>(kind));
-  values_.push_back(threads > 0 ? threads : get_num_threads());
+  add(static_cast<int64_t>(kind));
+  add(static_cast<int64_t>(threads > 0 ? threads : get_num_threads()));
+}
+
+bool PrimitiveKey::operator==(const PrimitiveKey& o) const {
+  const std::size_t n = std::min(size_, kInline);
+  return size_ == o.size_ &&
+         std::memcmp(inline_.data(), o.inline_.data(), n * sizeof(int64_t)) == 0 &&
+         spill_ == o.spill_;
 }
 
 SingleThreadBuild::SingleThreadBuild() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
@@ -176,11 +217,13 @@ PrimitiveKey& PrimitiveKey::add(const SmallVec<int64_t, kMaxDims>& v) {
 
 std::size_t PrimitiveKey::hash() const {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
-  for (int64_t v : values_) {
+  auto mix = [&h](int64_t v) {
     h ^= static_cast<uint64_t>(v);
     h *= 1099511628211ull;
     h ^= h >> 29;
-  }
+  };
+  for (std::size_t i = 0; i < std::min(size_, kInline); ++i) mix(inline_[i]);
+  for (int64_t v : spill_) mix(v);
   return static_cast<std::size_t>(h);
 }
 

@@ -12,6 +12,7 @@
 // time, so the count is part of every key.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,22 +72,32 @@ enum class PrimKind : int64_t {
   LinearPacked,  // inference, weight packed once (linear_packed_dnnl.cpp)
 };
 
+// Made at every kernel call (a lookup), so its values live inline: no allocation unless a key
+// outgrows kInline (then the rest spills to the heap).
 class PrimitiveKey {
  public:
   // threads: the thread count the primitive is built for (default: the current one).
   explicit PrimitiveKey(PrimKind kind, int threads = 0);
   PrimitiveKey& add(int64_t v) {
-    values_.push_back(v);
+    if (size_ < kInline) {
+      inline_[size_] = v;
+    } else {
+      spill_.push_back(v);
+    }
+    ++size_;
     return *this;
   }
   PrimitiveKey& add(double v);
   PrimitiveKey& add(DType t) { return add(static_cast<int64_t>(t)); }
   PrimitiveKey& add(const SmallVec<int64_t, kMaxDims>& v);
   std::size_t hash() const;
-  bool operator==(const PrimitiveKey& o) const { return values_ == o.values_; }
+  bool operator==(const PrimitiveKey& o) const;
 
  private:
-  std::vector<int64_t> values_;
+  static constexpr std::size_t kInline = 48;
+  std::array<int64_t, kInline> inline_;
+  std::size_t size_ = 0;
+  std::vector<int64_t> spill_;  // values past kInline
 };
 
 // What the cache holds; each kernel file derives its own entry type.
@@ -98,11 +109,23 @@ struct CachedPrimitive {
 // at the first call and pointed at each later call's buffers (bind_arg), instead of created per
 // call (dnnl_memory_create allocates; for a small graph replayed at batch 1 that was ~7% of the
 // call). The map keeps `entry` alive; a thread's maps are dropped past a few hundred entries.
-std::unordered_map<int, dnnl::memory>& thread_call_args(
-    const std::shared_ptr<const CachedPrimitive>& entry);
+// The arguments are also kept as the C API's array, so a call passes them to
+// dnnl_primitive_execute as they are (the C++ execute copies its map into a new array per call).
+struct CallArgs {
+  std::unordered_map<int, dnnl::memory> memory;  // by argument id
+  std::vector<dnnl_exec_arg_t> c_args;           // the same handles, for the C API
+  Tensor scratch;  // a large scratchpad's block, for the call that binds it
+};
+CallArgs& thread_call_args(const std::shared_ptr<const CachedPrimitive>& entry);
 // Points argument `id` at `ptr` (making its memory object with `md` the first time).
-void bind_arg(std::unordered_map<int, dnnl::memory>& args, int id, const dnnl::memory::desc& md,
-              const void* ptr);
+void bind_arg(CallArgs& args, int id, const dnnl::memory::desc& md, const void* ptr);
+// Binds a scratchpad of `md`'s size: up to kThreadScratchBytes from this thread's own
+// page-aligned block, kept between calls (no allocation per call: the small primitives of a
+// batch-1 inference); a larger one from athanor's allocator for this call (scratchpad_memory).
+inline constexpr std::size_t kThreadScratchBytes = 1 << 20;
+void bind_scratchpad(CallArgs& args, const dnnl::memory::desc& md);
+// Runs `p` on cpu_stream() with `args`, waits, and hands a large scratchpad's block back.
+void execute(const dnnl::primitive& p, CallArgs& args);
 namespace detail {
 std::shared_ptr<CachedPrimitive> cached_primitive_impl(
     const PrimitiveKey& key, const std::function<std::shared_ptr<CachedPrimitive>()>& make);
