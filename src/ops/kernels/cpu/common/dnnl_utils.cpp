@@ -136,13 +136,16 @@ CallArgs& thread_call_args(const std::shared_ptr<const CachedPrimitive>& entry) 
 }
 
 void bind_arg(CallArgs& args, int id, const dnnl::memory::desc& md, const void* ptr) {
-  auto it = args.memory.find(id);
-  if (it == args.memory.end()) {
-    it = args.memory.emplace(id, make_memory(md, ptr)).first;
-    args.c_args.push_back({id, it->second.get()});
-  } else if (it->second.get_data_handle() != ptr) {
-    it->second.set_data_handle(const_cast<void*>(ptr));
+  for (CallArgs::Bound& b : args.bound) {
+    if (b.id != id) continue;
+    if (b.ptr != ptr) {
+      b.memory.set_data_handle(const_cast<void*>(ptr));
+      b.ptr = ptr;
+    }
+    return;
   }
+  args.bound.push_back({id, make_memory(md, ptr), ptr});
+  args.c_args.push_back({id, args.bound.back().memory.get()});
 }
 
 void bind_scratchpad(CallArgs& args, const dnnl::memory::desc& md) {

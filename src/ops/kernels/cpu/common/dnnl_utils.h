@@ -112,9 +112,14 @@ struct CachedPrimitive {
 // The arguments are also kept as the C API's array, so a call passes them to
 // dnnl_primitive_execute as they are (the C++ execute copies its map into a new array per call).
 struct CallArgs {
-  std::unordered_map<int, dnnl::memory> memory;  // by argument id
-  std::vector<dnnl_exec_arg_t> c_args;           // the same handles, for the C API
-  Tensor scratch;  // a large scratchpad's block, for the call that binds it
+  struct Bound {
+    int id;
+    dnnl::memory memory;
+    const void* ptr;  // where it points now
+  };
+  std::vector<Bound> bound;             // a handful: found by a scan
+  std::vector<dnnl_exec_arg_t> c_args;  // the same handles, for the C API
+  Tensor scratch;                       // a large scratchpad's block, for the call that binds it
 };
 CallArgs& thread_call_args(const std::shared_ptr<const CachedPrimitive>& entry);
 // Points argument `id` at `ptr` (making its memory object with `md` the first time).
