@@ -5,6 +5,7 @@
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
 //               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]... [--no-interop]
 //               [--interop-report] [--interop-margin X] [--interop-ab N]
+//               [--ab N --ab-disable-pass NAME...]
 //   athanor_e2e --calibrate-interop [--threads 2]
 //
 // --compile: the step (zero grads, forward, loss, backward, optimizer step) runs through
@@ -21,6 +22,8 @@
 // (graph/interop.h). --interop-report prints the pairs the schedule chose to stderr.
 // --interop-margin X: the cost model's margin (InteropCosts::margin); a large negative one
 // (-100) pairs every independent candidate, to measure what the model turns down.
+// --ab N --ab-disable-pass NAME: as --interop-ab (below), for any passes: the compiled step as
+// configured and with NAME (repeatable) also off, in alternating blocks of N steps.
 // --calibrate-interop: measures the rates of the inter-op cost model (InteropCosts) and exits.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
@@ -60,7 +63,7 @@ int usage(const char* why) {
                "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
                "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
                "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] "
-               "[--interop-margin X] [--interop-ab N]\n"
+               "[--interop-margin X] [--interop-ab N] [--ab N --ab-disable-pass NAME...]\n"
                "       athanor_e2e --calibrate-interop [--threads N]\n",
                why);
   return 2;
@@ -68,12 +71,14 @@ int usage(const char* why) {
 
 }  // namespace
 
-// --interop-ab N: the compiled step with the inter-op schedule and without it, on two copies of
-// the model, in one process: blocks of N steps over the same batches, alternating which runs
-// first, so that a load that changes over seconds affects both alike. Prints the samples/s of
-// each and the median over blocks of the ratio with / without.
-int run_interop_ab(Workload& w, nn::Module& model, const std::string& precision_name,
-                   std::optional<graph::InteropCosts> costs, int block) {
+// --interop-ab N: the compiled step with the inter-op schedule and without it (--ab N with
+// `without` = {"interop"}), on two copies of the model, in one process: blocks of N steps over
+// the same batches, alternating which runs first, so that a load that changes over seconds
+// affects both alike. Prints the samples/s of each and the median over blocks of the ratio
+// with / without. `disabled`: passes off in both.
+int run_ab(Workload& w, nn::Module& model, const std::string& precision_name,
+           std::optional<graph::InteropCosts> costs, int block,
+           const std::vector<std::string>& disabled, const std::vector<std::string>& without) {
   struct Variant {
     std::shared_ptr<nn::Module> model;
     std::shared_ptr<train::PrecisionPlugin> precision;
@@ -92,8 +97,8 @@ int run_interop_ab(Workload& w, nn::Module& model, const std::string& precision_
     auto eager = [me](const Tensor& x, const Tensor& y) {
       return train_step(*me->model, *me->opt, *me->precision, x, y);
     };
-    CompileOptions o{.interop_costs = costs};
-    if (k == 1) o.disable_passes = {"interop"};
+    CompileOptions o{.disable_passes = disabled, .interop_costs = costs};
+    if (k == 1) o.disable_passes.insert(o.disable_passes.end(), without.begin(), without.end());
     auto compiled = std::make_shared<Compiled<decltype(eager)>>(eager, o);
     v[k].step = [compiled](const Tensor& x, const Tensor& y) { return (*compiled)(x, y); };
   }
@@ -124,10 +129,13 @@ int run_interop_ab(Workload& w, nn::Module& model, const std::string& precision_
   std::sort(ratios.begin(), ratios.end());
   const double median = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
   std::printf(
-      "{\"interop_ab\": true, \"blocks\": %zu, \"block_steps\": %d, \"with_samples_per_s\": "
-      "%.3f, \"without_samples_per_s\": %.3f, \"median_block_speedup\": %.4f}\n",
-      ratios.size(), block, static_cast<double>(samples) / v[0].seconds,
-      static_cast<double>(samples) / v[1].seconds, median);
+      "{\"interop_ab\": %s, \"without\": \"%s\", \"blocks\": %zu, \"block_steps\": %d, "
+      "\"with_samples_per_s\": %.3f, \"without_samples_per_s\": %.3f, "
+      "\"median_block_speedup\": %.4f}\n",
+      without == std::vector<std::string>{"interop"} ? "true" : "false",
+      fmt::format("{}", fmt::join(without, ",")).c_str(), ratios.size(), block,
+      static_cast<double>(samples) / v[0].seconds, static_cast<double>(samples) / v[1].seconds,
+      median);
   return 0;
 }
 
@@ -157,6 +165,8 @@ int main(int argc, char** argv) {
   bool interop_report = false;
   std::optional<double> interop_margin;
   int interop_ab = 0;
+  int ab = 0;
+  std::vector<std::string> ab_without;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-arena") {
@@ -188,6 +198,10 @@ int main(int argc, char** argv) {
       budget_mb = std::stod(argv[i + 1]);
     } else if (flag == "--interop-ab") {
       interop_ab = std::stoi(argv[i + 1]);
+    } else if (flag == "--ab") {
+      ab = std::stoi(argv[i + 1]);
+    } else if (flag == "--ab-disable-pass") {
+      ab_without.emplace_back(argv[i + 1]);
     } else if (flag == "--interop-margin") {
       interop_margin = std::stod(argv[i + 1]);
     } else if (flag == "--disable-pass") {
@@ -238,7 +252,12 @@ int main(int argc, char** argv) {
     return compiled_step ? (*compiled_step)(x, y) : eager_step(x, y);
   };
   if (compiled && interop_ab > 0)
-    return run_interop_ab(w, *model, precision_name, interop_costs, interop_ab);
+    return run_ab(w, *model, precision_name, interop_costs, interop_ab, disabled_passes,
+                  {"interop"});
+  if (compiled && ab > 0) {
+    if (ab_without.empty()) return usage("--ab needs --ab-disable-pass");
+    return run_ab(w, *model, precision_name, interop_costs, ab, disabled_passes, ab_without);
+  }
   std::vector<float> losses;
   int64_t samples = 0, timed_steps = 0;
   double trace_seconds = 0;

@@ -34,8 +34,9 @@ std::string memory_plan_svg(const Graph& g, const MemoryPlan& plan) {
         b.value == kNoValue
             ? fmt::format("workspace of node {} ({})", b.first,
                           g.nodes[static_cast<std::size_t>(b.first)].op->name)
-            : fmt::format("%{} ({}): nodes {}..{}", b.value,
-                          g.nodes[static_cast<std::size_t>(b.first)].op->name, b.first, b.last);
+            : fmt::format("%{} ({}): nodes {}..{}{}", b.value,
+                          g.nodes[static_cast<std::size_t>(b.first)].op->name, b.first, b.last,
+                          b.over == kNoValue ? "" : fmt::format(", in place over %{}", b.over));
     s += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
         "stroke=\"white\" stroke-width=\"0.5\"><title>{}, {} bytes at offset {}</title></rect>\n",

@@ -44,20 +44,6 @@ bool meet(const std::vector<ValueId>& x, const std::vector<ValueId>& y) {
 
 bool ordered_effect(const Node& n) { return has_side_effects(n) || n.attr_source; }
 
-// Moves the nodes to the order `order` (new position -> old index), renumbering Value::node.
-void reorder(Graph& g, const std::vector<int32_t>& order) {
-  std::vector<int32_t> new_pos(order.size());
-  std::vector<Node> nodes;
-  nodes.reserve(order.size());
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    new_pos[static_cast<std::size_t>(order[p])] = static_cast<int32_t>(p);
-    nodes.push_back(std::move(g.nodes[static_cast<std::size_t>(order[p])]));
-  }
-  g.nodes = std::move(nodes);
-  for (Value& v : g.values)
-    if (v.origin == ValueOrigin::Node) v.node = new_pos[static_cast<std::size_t>(v.node)];
-}
-
 }  // namespace
 
 bool must_follow(const Graph& g, int32_t a, int32_t b) {
@@ -135,11 +121,12 @@ double InteropSchedule::predicted_gain_s() const {
 std::string InteropSchedule::report(const Graph& g) const {
   std::string s = fmt::format(
       "interop schedule ({} threads): {} pairs of {} independent candidates, {} nodes moved, "
-      "predicted gain {:.1f} us per step\n"
+      "{} left out for the arena, predicted gain {:.1f} us per step\n"
       "  rates: GEMM {:.0f} / {:.0f} GFLOP/s, bandwidth {:.1f} / {:.1f} GB/s (one thread / all), "
       "parallel region {:.1f} us, margin {:.2f}\n",
-      threads, pairs.size(), candidates, moved, predicted_gain_s() * 1e6, costs.gemm_1 / 1e9,
-      costs.gemm_n / 1e9, costs.bw_1 / 1e9, costs.bw_n / 1e9, costs.region * 1e6, costs.margin);
+      threads, pairs.size(), candidates, moved, refused_for_memory, predicted_gain_s() * 1e6,
+      costs.gemm_1 / 1e9, costs.gemm_n / 1e9, costs.bw_1 / 1e9, costs.bw_n / 1e9,
+      costs.region * 1e6, costs.margin);
   for (const InteropPair& p : pairs) {
     auto name = [&](int32_t k) {
       const Node& n = g.nodes[static_cast<std::size_t>(k)];
@@ -167,9 +154,12 @@ InteropSchedule schedule_interop(Graph& g, const InteropOptions& options) {
       continue;
     }
     const NodeWork wk = node_work(g, g.nodes[static_cast<std::size_t>(k)]);
-    int32_t best = -1;
-    double best_slack = 0, best_serial = 0, best_together = 0;
-    std::vector<int32_t> best_before;  // nodes j depends on, moved ahead of k
+    struct Partner {
+      int32_t j = -1;
+      double slack = 0, serial = 0, together = 0;
+      std::vector<int32_t> before;  // nodes j depends on, moved ahead of k
+    };
+    std::vector<Partner> partners;  // those under the bar
     for (int32_t j = k + 1; j < n && j <= k + options.window; ++j) {
       if (!can_pair(g.nodes[static_cast<std::size_t>(j)])) continue;
       // What j depends on in (k, j), transitively; none of it may depend on k.
@@ -191,35 +181,45 @@ InteropSchedule schedule_interop(Graph& g, const InteropOptions& options) {
       const double together = pair_seconds_together(wk, wj, c);
       // How far under the bar the pair comes in: the partner that beats it by the most wins.
       const double slack = serial * (1.0 - c.margin) - together;
-      if (slack <= 0 || slack <= best_slack) continue;
-      best = j;
-      best_slack = slack;
-      best_serial = serial;
-      best_together = together;
-      best_before.assign(closure.begin() + 1, closure.end());
-      std::sort(best_before.begin(), best_before.end());
+      if (slack <= 0) continue;
+      std::vector<int32_t> before(closure.begin() + 1, closure.end());
+      std::sort(before.begin(), before.end());
+      partners.push_back({j, slack, serial, together, std::move(before)});
     }
-    if (best < 0) {
+    std::stable_sort(partners.begin(), partners.end(),
+                     [](const Partner& x, const Partner& y) { return x.slack > y.slack; });
+    bool paired = false;
+    for (const Partner& p : partners) {
+      // New order over [k, j]: what j depends on, k, j, the rest.
+      std::vector<int32_t> order(static_cast<std::size_t>(n));
+      for (int32_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+      auto pos = static_cast<std::size_t>(k);
+      for (int32_t m : p.before) order[pos++] = m;
+      const auto pair_at = static_cast<int32_t>(pos);
+      order[pos++] = k;
+      order[pos++] = p.j;
+      for (int32_t m = k + 1; m < p.j; ++m)
+        if (!std::binary_search(p.before.begin(), p.before.end(), m)) order[pos++] = m;
+      if (options.max_arena > 0) {  // the plan with this pair too must still fit
+        Graph trial = g;
+        if (p.j != k + 1) reorder_nodes(trial, order);
+        std::vector<int32_t> firsts = schedule.paired_first();
+        firsts.push_back(pair_at);
+        if (plan_memory(trial, firsts).arena_bytes > options.max_arena) continue;
+      }
+      if (p.j != k + 1) {
+        reorder_nodes(g, order);
+        schedule.moved += static_cast<int>(p.before.size()) + 1;
+      }
+      schedule.pairs.push_back({.first = pair_at, .serial_s = p.serial, .together_s = p.together});
+      k = pair_at + 2;
+      paired = true;
+      break;
+    }
+    if (!paired) {
+      if (!partners.empty()) ++schedule.refused_for_memory;
       ++k;
-      continue;
     }
-    // New order over [k, best]: what best depends on, k, best, the rest.
-    std::vector<int32_t> order(static_cast<std::size_t>(n));
-    for (int32_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-    auto pos = static_cast<std::size_t>(k);
-    for (int32_t m : best_before) order[pos++] = m;
-    const auto pair_at = static_cast<int32_t>(pos);
-    order[pos++] = k;
-    order[pos++] = best;
-    for (int32_t m = k + 1; m < best; ++m)
-      if (!std::binary_search(best_before.begin(), best_before.end(), m)) order[pos++] = m;
-    if (best != k + 1) {
-      reorder(g, order);
-      schedule.moved += static_cast<int>(best_before.size()) + 1;
-    }
-    schedule.pairs.push_back(
-        {.first = pair_at, .serial_s = best_serial, .together_s = best_together});
-    k = pair_at + 2;
   }
   return schedule;
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "athanor/core/error.h"
@@ -35,6 +36,66 @@ std::vector<Tensor> shape_stand_ins(const Graph& g, const Node& n) {
                       .expand(v.meta.shape));
   }
   return out;
+}
+
+// Whether v covers a buffer of `bytes` densely in row-major order (size-1 dims aside): what an
+// element-wise kernel writing its result over v needs.
+bool covers_buffer_densely(const Value& v, int64_t bytes) {
+  if (value_bytes(v) != bytes || v.strides.size() != v.meta.shape.size()) return false;
+  int64_t expect = 1;
+  for (std::size_t d = v.meta.shape.size(); d-- > 0;) {
+    if (v.meta.shape[d] != 1 && v.strides[d] != expect) return false;
+    expect *= v.meta.shape[d];
+  }
+  return true;
+}
+
+// In-place reuse: a node whose op may write its result over an input (InplacePolicy: input 0,
+// or 1) takes that input's buffer for its first output when the buffer dies at the node (its
+// last read, and no node running beside it reads it), the input covers all of it in the
+// output's dtype and shape, and no other input reads it through another layout. Marks such buffers'
+// `over` and returns each buffer's unit: buffers written over one another share a unit (one slot).
+std::vector<int32_t> share_in_place(const Graph& g, const std::vector<bool>& runs_with_next,
+                                    std::vector<MemoryPlan::Buffer>& buffers) {
+  std::vector<int32_t> unit_of(buffers.size());
+  std::vector<int32_t> buffer_of(g.values.size(), -1);  // by storage owner
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    unit_of[i] = static_cast<int32_t>(i);
+    if (buffers[i].value != kNoValue)
+      buffer_of[static_cast<std::size_t>(buffers[i].value)] = static_cast<int32_t>(i);
+  }
+  const auto num_nodes = static_cast<int32_t>(g.nodes.size());
+  for (int32_t k = 0; k < num_nodes; ++k) {
+    const Node& n = g.nodes[static_cast<std::size_t>(k)];
+    const std::size_t over = n.op->inplace == InplacePolicy::OverInput1 ? 1 : 0;
+    if (n.op->inplace == InplacePolicy::None || n.op->kind == OpKind::View ||
+        n.write != WriteKind::None || n.inputs.size() <= over || n.outputs.empty())
+      continue;
+    const ValueId in = n.inputs[over], out = n.outputs[0];
+    const ValueId s = g.storage_of(in);
+    const int32_t ib = buffer_of[static_cast<std::size_t>(s)];
+    const int32_t ob = buffer_of[static_cast<std::size_t>(out)];
+    if (ib < 0 || ob < 0 || buffers[static_cast<std::size_t>(ib)].last != k) continue;
+    const MemoryPlan::Buffer& ibuf = buffers[static_cast<std::size_t>(ib)];
+    const Value &iv = g.value(in), &ov = g.value(out);
+    if (iv.meta.dtype != ov.meta.dtype || iv.meta.shape != ov.meta.shape ||
+        !covers_buffer_densely(iv, ibuf.bytes) || ibuf.bytes != value_bytes(ov))
+      continue;
+    bool alone = true;  // no other input, and no node running beside this one, reads it
+    for (std::size_t i = 0; i < n.inputs.size(); ++i)
+      alone = alone && (i == over || n.inputs[i] == in || g.storage_of(n.inputs[i]) != s);
+    const int32_t partner = k > 0 && runs_with_next[static_cast<std::size_t>(k - 1)] ? k - 1
+                            : runs_with_next[static_cast<std::size_t>(k)]            ? k + 1
+                                                                                     : -1;
+    if (partner >= 0) {
+      const Node& p = g.nodes[static_cast<std::size_t>(partner)];
+      for (ValueId v : p.inputs) alone = alone && g.storage_of(v) != s;
+    }
+    if (!alone) continue;
+    buffers[static_cast<std::size_t>(ob)].over = s;
+    unit_of[static_cast<std::size_t>(ob)] = unit_of[static_cast<std::size_t>(ib)];
+  }
+  return unit_of;
 }
 
 }  // namespace
@@ -104,7 +165,8 @@ std::string MemoryPlan::report(const Graph* g) const {
               : fmt::format("%{} = {} {}", b.value,
                             g->nodes[static_cast<std::size_t>(b.first)].op->name,
                             type_string(g->value(b.value).meta, g->value(b.value).strides));
-      s += fmt::format("  {:<48} {:>12}  (nodes {}..{})\n", what, b.bytes, b.first, b.last);
+      s += fmt::format("  {:<48} {:>12}  (nodes {}..{}{})\n", what, b.bytes, b.first, b.last,
+                       b.over == kNoValue ? "" : fmt::format(", in place over %{}", b.over));
     }
   }
   return s;
@@ -177,19 +239,38 @@ MemoryPlan plan_memory(const Graph& g, std::span<const int32_t> paired_first) {
   for (auto& b : buffers)
     if (runs_with_next[static_cast<std::size_t>(b.last)]) ++b.last;
 
+  // Buffers written over one another in place share one slot: a unit, placed as one buffer
+  // over the union of their lifetimes (consecutive: each begins where the one before ends).
+  const std::vector<int32_t> unit_of = share_in_place(g, runs_with_next, buffers);
   plan.live_after_node.assign(static_cast<std::size_t>(num_nodes), 0);
-  for (const auto& b : buffers)
-    for (int32_t k = b.first; k <= b.last; ++k)
+  for (const auto& b : buffers)  // an in-place result adds no bytes at the node that makes it
+    for (int32_t k = b.over == kNoValue ? b.first : b.first + 1; k <= b.last; ++k)
       plan.live_after_node[static_cast<std::size_t>(k)] += b.bytes;
 
+  struct Unit {
+    int32_t first = std::numeric_limits<int32_t>::max(), last = -1;
+    int64_t bytes = 0, offset = 0;
+    std::vector<std::size_t> members;  // indices into `buffers`
+  };
+  std::vector<Unit> units(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    Unit& u = units[static_cast<std::size_t>(unit_of[i])];
+    u.first = std::min(u.first, buffers[i].first);
+    u.last = std::max(u.last, buffers[i].last);
+    u.bytes = std::max(u.bytes, buffers[i].bytes);
+    u.members.push_back(i);
+  }
+  std::erase_if(units, [](const Unit& u) { return u.members.empty(); });
   // Largest first (ties: earliest first), each at the lowest offset free over its lifetime.
-  std::stable_sort(buffers.begin(), buffers.end(), [](const auto& a, const auto& b) {
+  std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
   });
-  for (MemoryPlan::Buffer& b : buffers) {
-    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of placed, meeting buffers
-    for (const MemoryPlan::Buffer& p : plan.buffers)
-      if (lifetimes_meet(b, p)) taken.emplace_back(p.offset, p.offset + align_up(p.bytes));
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    Unit& b = units[u];
+    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of placed, meeting units
+    for (std::size_t p = 0; p < u; ++p)
+      if (b.first <= units[p].last && units[p].first <= b.last)
+        taken.emplace_back(units[p].offset, units[p].offset + align_up(units[p].bytes));
     std::sort(taken.begin(), taken.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : taken) {
@@ -198,7 +279,10 @@ MemoryPlan plan_memory(const Graph& g, std::span<const int32_t> paired_first) {
     }
     b.offset = offset;
     plan.arena_bytes = std::max(plan.arena_bytes, offset + align_up(b.bytes));
-    plan.buffers.push_back(b);
+    for (std::size_t i : b.members) {
+      buffers[i].offset = offset;
+      plan.buffers.push_back(buffers[i]);
+    }
   }
   return plan;
 }
@@ -217,7 +301,14 @@ void check_plan(const Graph& g, const MemoryPlan& plan) {
     for (std::size_t j = i + 1; j < plan.buffers.size(); ++j) {
       const auto& b = plan.buffers[j];
       const bool bytes_meet = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-      ATH_CHECK(!(bytes_meet && lifetimes_meet(a, b) && a.bytes > 0 && b.bytes > 0), ValueError,
+      // A result written over a buffer that dies at its node shares exactly that buffer's bytes.
+      auto written_over = [](const MemoryPlan::Buffer& x, const MemoryPlan::Buffer& y) {
+        return y.over != kNoValue && y.over == x.value && x.last == y.first &&
+               x.offset == y.offset && x.bytes == y.bytes;
+      };
+      const bool in_place = written_over(a, b) || written_over(b, a);
+      ATH_CHECK(!(bytes_meet && lifetimes_meet(a, b) && a.bytes > 0 && b.bytes > 0 && !in_place),
+                ValueError,
                 "memory plan: {} (nodes {}..{}, bytes [{}, {})) and {} (nodes {}..{}, bytes "
                 "[{}, {})) are live at once and overlap",
                 name(a), a.first, a.last, a.offset, a.offset + a.bytes, name(b), b.first, b.last,

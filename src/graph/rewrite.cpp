@@ -109,4 +109,17 @@ bool has_side_effects(const Node& n) {
   return n.write != WriteKind::None || n.op->name == "philox_seed_offset";
 }
 
+void reorder_nodes(Graph& g, const std::vector<int32_t>& order) {
+  std::vector<int32_t> new_pos(order.size());
+  std::vector<Node> nodes;
+  nodes.reserve(order.size());
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    new_pos[static_cast<std::size_t>(order[p])] = static_cast<int32_t>(p);
+    nodes.push_back(std::move(g.nodes[static_cast<std::size_t>(order[p])]));
+  }
+  g.nodes = std::move(nodes);
+  for (Value& v : g.values)
+    if (v.origin == ValueOrigin::Node) v.node = new_pos[static_cast<std::size_t>(v.node)];
+}
+
 }  // namespace ath::graph

@@ -349,7 +349,9 @@ TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
 
 // W4's step (the character transformer, AdamW) compiles to a bounded number of kernels: every
 // node that is not a view runs one. The bound is today's count; a change that adds kernels to
-// the step must say why here.
+// the step must say why here. The recomputations the plan lists come on top: the "remat" pass
+// recomputes the GELU outputs the backward reads where it reads them, one kernel each, instead
+// of keeping them from the forward.
 TEST(FusePass, W4StepCompilesToABoundedNumberOfKernels) {
   manual_seed(4);
   models::CharTransformer model;
@@ -360,7 +362,9 @@ TEST(FusePass, W4StepCompilesToABoundedNumberOfKernels) {
   ASSERT_NE(step.graph(), nullptr);
   int kernels = 0;
   for (const Node& n : step.graph()->nodes) kernels += n.op->kind == OpKind::View ? 0 : 1;
-  EXPECT_LE(kernels, kW4MaxKernels) << "kernels: " << kernels;
+  const std::size_t recomputed = step.memory_plan()->recomputed.size();
+  EXPECT_LE(recomputed, 2u);
+  EXPECT_LE(kernels, kW4MaxKernels + static_cast<int>(recomputed)) << "kernels: " << kernels;
   EXPECT_EQ(step.graph()->count("adam_update"), 1);  // one multi-tensor update for all
 }
 

@@ -118,12 +118,13 @@ TEST(InteropSchedule, MovesWhatThePartnerNeedsAheadAndKeepsResults) {
   EXPECT_EQ(bits(got[1]), bits(expected[1]));
 }
 
-// t = exp(x) dies at the neg; abs(x) right after may take its bytes, unless the two run together.
+// t = exp(x) dies at the mul; abs(x) right after may take its bytes, unless the two run together.
+// (x * t, not t * x: the mul would write its result over its first input, where that dies.)
 TEST(InteropPlan, APairNeverSharesArenaBytes) {
   Graph g;
   const ValueId x = g.add_argument({{1024}, kFloat32});
   const ValueId t = g.add_node(op_exp(), NoAttrs{}, {x})[0];
-  const ValueId a = g.add_node(op_neg(), NoAttrs{}, {t})[0];
+  const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, t})[0];
   const ValueId b = g.add_node(op_abs(), NoAttrs{}, {x})[0];
   g.outputs = {g.add_node(op_mul(), NoAttrs{}, {a, b})[0]};
   auto offset = [](const MemoryPlan& plan, ValueId v) {
@@ -138,7 +139,34 @@ TEST(InteropPlan, APairNeverSharesArenaBytes) {
   check_plan(g, together);
   EXPECT_NE(offset(together, t), offset(together, b));
   const Tensor in = randn({1024});
-  EXPECT_EQ(bits(Executor(g, together, pairs).run({in})[0]), bits(-exp(in) * abs(in)));
+  EXPECT_EQ(bits(Executor(g, together, pairs).run({in})[0]), bits(in * exp(in) * abs(in)));
+}
+
+// The same graph: each pair the schedule could make keeps a buffer alive beside another (t
+// beside the abs's result), which takes three slots where the plain schedule needs two. With
+// max_arena at the plain plan's arena, no pair is made and the arena stays.
+TEST(InteropPlan, APairThatWouldGrowTheArenaPastItsLimitIsLeftOut) {
+  auto build = [] {
+    Graph g;
+    const ValueId x = g.add_argument({{1024}, kFloat32});
+    const ValueId t = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+    const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, t})[0];
+    const ValueId b = g.add_node(op_abs(), NoAttrs{}, {x})[0];
+    g.outputs = {g.add_node(op_mul(), NoAttrs{}, {a, b})[0]};
+    return g;
+  };
+  Graph free = build(), limited = build();
+  const int64_t plain = plan_memory(limited).arena_bytes;
+  const InteropSchedule s = schedule_interop(free, pair_everything());
+  ASSERT_FALSE(s.pairs.empty());
+  EXPECT_GT(plan_memory(free, s.paired_first()).arena_bytes, plain);
+  InteropOptions capped = pair_everything();
+  capped.max_arena = plain;
+  const InteropSchedule c = schedule_interop(limited, capped);
+  EXPECT_TRUE(c.pairs.empty());
+  EXPECT_GE(c.refused_for_memory, 1);
+  EXPECT_EQ(plan_memory(limited).arena_bytes, plain);
+  EXPECT_NE(c.report(limited).find("left out for the arena"), std::string::npos);
 }
 
 TEST(InteropCost, RefusesPairsThatWouldLose) {

@@ -11,6 +11,7 @@
 #include "athanor/athanor.h"
 #include "athanor/graph/compile.h"
 #include "athanor/graph/estimate_memory.h"
+#include "athanor/graph/executor.h"
 #include "athanor/graph/memory_plan.h"
 #include "athanor/graph/tracer.h"
 #include "athanor/models/char_lstm.h"
@@ -28,12 +29,13 @@ constexpr int64_t kBuf = 1000 * 4;  // an f32[1000]
 constexpr int64_t kAligned = 4032;  // its slot: 4000 bytes rounded up to the 64-byte alignment
 
 TEST(MemoryPlan, AChainReusesWhatDied) {
-  // a = exp(x); b = neg(a); c = exp(b); d = neg(c); return d.
-  // a and b meet at node 1, b and c at 2; a is dead by then, so c takes a's bytes.
+  // a = exp(x); b = x * a; c = x * b; d = x * c; return d.
+  // a and b meet at node 1, b and c at 2; a is dead by then, so c takes a's bytes. (x * a, not
+  // a * a: a mul writes its result over its first input where that dies, as the next test shows.)
   Graph g;
   const ValueId x = g.add_argument({{1000}, kFloat32});
-  ValueId v = x;
-  for (int i = 0; i < 4; ++i) v = g.add_node(i % 2 ? op_neg() : op_exp(), NoAttrs{}, {v})[0];
+  ValueId v = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  for (int i = 0; i < 3; ++i) v = g.add_node(op_mul(), NoAttrs{}, {x, v})[0];
   g.outputs.push_back(v);
   const MemoryPlan plan = plan_memory(g);
   check_plan(g, plan);
@@ -43,6 +45,56 @@ TEST(MemoryPlan, AChainReusesWhatDied) {
   EXPECT_EQ(plan.category_bytes(MemoryCategory::Outputs), kBuf);
   EXPECT_EQ(plan.category_bytes(MemoryCategory::Inputs), kBuf);
   EXPECT_EQ(plan.live_after_node, (std::vector<int64_t>{kBuf, 2 * kBuf, 2 * kBuf, kBuf}));
+}
+
+TEST(MemoryPlan, AnElementwiseResultIsWrittenOverTheInputThatDiesThere) {
+  // a = exp(x); b = neg(a); c = exp(b); d = neg(c); return d. Each result's first input dies at
+  // the node that makes it, and both ops may write over their input: a, b and c share one slot.
+  Graph g;
+  const ValueId x = g.add_argument({{1000}, kFloat32});
+  std::vector<ValueId> v{x};
+  for (int i = 0; i < 4; ++i)
+    v.push_back(g.add_node(i % 2 ? op_neg() : op_exp(), NoAttrs{}, {v.back()})[0]);
+  g.outputs.push_back(v.back());
+  const MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  ASSERT_EQ(plan.buffers.size(), 3u);
+  EXPECT_EQ(plan.arena_bytes, kAligned);
+  EXPECT_EQ(plan.live_after_node, (std::vector<int64_t>{kBuf, kBuf, kBuf, kBuf}));
+  for (const MemoryPlan::Buffer& b : plan.buffers) {
+    EXPECT_EQ(b.offset, 0);
+    EXPECT_EQ(b.over, b.value == v[1] ? kNoValue : b.value - 1) << "%" << b.value;
+  }
+  const Tensor in = randn({1000});
+  EXPECT_TRUE(equal(Executor(g, plan).run({in})[0], neg(exp(neg(exp(in))))));
+}
+
+TEST(MemoryPlan, NothingIsWrittenOverABufferSomethingElseStillReads) {
+  Graph g;
+  const ValueId x = g.add_argument({{32, 32}, kFloat32});
+  // a is read again after the sin: the sin gets a buffer of its own.
+  const ValueId a = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  const ValueId b = g.add_node(op_sin(), NoAttrs{}, {a})[0];
+  const ValueId c = g.add_node(op_add(), AlphaAttrs{}, {a, b})[0];
+  // c dies at the add that also reads it transposed: writing over c would change that read.
+  const ValueId ct = g.add_node(op_permute(), PermuteAttrs{.dims = {1, 0}}, {c})[0];
+  const ValueId e = g.add_node(op_add(), AlphaAttrs{}, {c, ct})[0];
+  // e dies at two nodes that run together: neither may write over it while the other reads it.
+  const ValueId f = g.add_node(op_exp(), NoAttrs{}, {e})[0];
+  const ValueId h = g.add_node(op_neg(), NoAttrs{}, {e})[0];
+  g.outputs = {g.add_node(op_mul(), NoAttrs{}, {f, h})[0]};
+  const std::vector<int32_t> pairs{g.value(f).node};
+  const MemoryPlan plan = plan_memory(g, pairs);
+  check_plan(g, plan);
+  for (const MemoryPlan::Buffer& buf : plan.buffers) {
+    if (buf.value == b || buf.value == e || buf.value == f || buf.value == h) {
+      EXPECT_EQ(buf.over, kNoValue) << "%" << buf.value << " written over %" << buf.over;
+    }
+  }
+  const Tensor in = randn({32, 32});
+  const Tensor cv = exp(in) + sin(exp(in));
+  const Tensor ev = cv + cv.t();
+  EXPECT_TRUE(equal(Executor(g, plan, pairs).run({in})[0], exp(ev) * neg(ev)));
 }
 
 TEST(MemoryPlan, ViewsAndVersionsExtendTheirBuffersLife) {

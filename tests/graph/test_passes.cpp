@@ -292,11 +292,12 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   g.outputs.push_back(g.add_node(op_add(), AlphaAttrs{}, {a, b})[0]);
   const PassReport r = run_passes(g);
   EXPECT_EQ(r.nodes_before, 4);
-  // "remat" runs only under a budget; linear, gelu, attention, heads, self_attention,
-  // select_view, bn_fold, blocked_layout and pack_linear only with PassOptions::inference.
-  ASSERT_EQ(r.passes.size(), pass_names().size() - 10);
-  EXPECT_EQ(pass_names().back(), "interop");  // last: it orders what the others made
-  EXPECT_EQ(pass_names()[pass_names().size() - 2], "remat");
+  // linear, gelu, attention, heads, self_attention, select_view, bn_fold, blocked_layout and
+  // pack_linear run only with PassOptions::inference.
+  ASSERT_EQ(r.passes.size(), pass_names().size() - 9);
+  EXPECT_EQ(pass_names().back(), "interop");                 // last: it orders what the others made
+  EXPECT_EQ(pass_names()[pass_names().size() - 2], "sink");  // after remat's copies
+  EXPECT_EQ(pass_names()[pass_names().size() - 3], "remat");
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
   EXPECT_EQ(r.passes[3].name, "log_softmax_nll");
@@ -307,17 +308,21 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(r.passes[7].changed, 0);  // exp has no fused form: add and neg stay single nodes
   EXPECT_EQ(r.passes[8].name, "dce");
   EXPECT_EQ(r.passes[8].changed, 1);
+  EXPECT_EQ(r.passes[9].name, "remat");
+  EXPECT_EQ(r.passes[10].name, "sink");
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph inference = g;
-  EXPECT_EQ(run_passes(inference, {.inference = true}).passes.size(), pass_names().size() - 1);
+  // remat and sink lower a training step's peak: an inference graph keeps nothing for a backward.
+  EXPECT_EQ(run_passes(inference, {.inference = true}).passes.size(), pass_names().size() - 2);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll",
-                                        "epilogue", "pool_mask", "norm_add", "fuse", "interop"}})
-                .passes.size(),
-            0u);
+  EXPECT_EQ(
+      run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll", "epilogue",
+                                  "pool_mask", "norm_add", "fuse", "remat", "sink", "interop"}})
+          .passes.size(),
+      0u);
 }
 
 }  // namespace

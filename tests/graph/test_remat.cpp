@@ -24,9 +24,10 @@ namespace {
 
 constexpr int64_t kN = 1000;
 
-// a = exp(src); b = neg(a); c = sin(b); d = c * b; out = d * a. Four buffers are live after
-// d (a, b, c, d): the peak; `a` is live across it only for the last multiply. src is the
-// argument, or `cosines` nested cos() of it (each dead once the next has read it).
+// a = exp(src); b = neg(a); c = sin(b); d = c * b; out = d * a. Three buffers are live at d
+// (a, b, and c, which d is written over in place): the peak; `a` is live across it only for the
+// last multiply. src is the argument, or `cosines` nested cos() of it (each dead once the next
+// has read it).
 Graph peak_between_uses(int cosines = 0) {
   Graph g;
   ValueId src = g.add_argument({{kN}, kFloat32});
@@ -65,6 +66,33 @@ TEST(Remat, RecomputesAnActivationAtItsLateReadWhenItsInputIsStillThere) {
   EXPECT_NE(text.find("  %5 = exp(%0) f32[1000]\n  %6 = mul(%4, %5) f32[1000]"), std::string::npos)
       << text;
   EXPECT_TRUE(equal(run_graph(g, input), expected));
+}
+
+// Without a budget: `a` = exp(x) is recomputed at the last multiply, since x is still there (an
+// argument); the arena comes down from three buffers to two.
+TEST(Remat, TheFreeModeRecomputesWhatItsStillLiveInputsGive) {
+  Graph g = peak_between_uses();
+  const Tensor input = randn({kN});
+  const Tensor expected = run_graph(g, input);
+  const int64_t before = plan_memory(g).arena_bytes;
+  const RematReport r = rematerialize_free(g);
+  verify(g);
+  ASSERT_EQ(r.recomputed.size(), 1u);
+  EXPECT_EQ(r.recomputed[0].op, "exp");
+  EXPECT_EQ(r.arena_before, before);
+  EXPECT_EQ(r.arena_after, plan_memory(g).arena_bytes);
+  EXPECT_LT(r.arena_after, before);
+  EXPECT_TRUE(equal(run_graph(g, input), expected));
+}
+
+// ...but not where that would take a chain: exp's input, cos(x), is gone by then.
+TEST(Remat, TheFreeModeLeavesWhatWouldTakeAChain) {
+  Graph g = peak_between_uses(1);
+  const std::string before = g.to_text();
+  const RematReport r = rematerialize_free(g);
+  EXPECT_TRUE(r.recomputed.empty());
+  EXPECT_EQ(r.arena_after, r.arena_before);
+  EXPECT_EQ(g.to_text(), before);
 }
 
 TEST(Remat, RecomputesAChainOfProducersWhoseInputsAreGone) {
@@ -126,8 +154,9 @@ TEST(Remat, ViewsOfTheRecomputedBufferAreReplayedOverTheCopy) {
 
 using Step = std::function<Tensor(const Tensor&, const Tensor&)>;
 
-// Six AdamW steps eagerly and compiled under half the unbudgeted arena: the same losses and
-// parameters, bit for bit; the plan recomputes something and its arena is smaller.
+// Six AdamW steps eagerly and compiled under half the arena that recomputes nothing: the same
+// losses and parameters, bit for bit; the plan recomputes something and its arena is smaller.
+// Without a budget, only the free recomputations (rematerialize_free): bit-identical too.
 void expect_trains_identically_under_half_budget(
     const std::function<std::shared_ptr<nn::Module>()>& make,
     const std::function<std::pair<Tensor, Tensor>()>& batch, bool expect_budget_met,
@@ -140,7 +169,7 @@ void expect_trains_identically_under_half_budget(
     std::vector<Tensor> params;
     MemoryPlan plan;
   };
-  auto train = [&](std::optional<int64_t> budget) {
+  auto train = [&](std::optional<int64_t> budget, bool recompute = true) {
     manual_seed(3);
     auto model = make();
     optim::AdamW opt(model->parameters(), {.lr = 1e-3});
@@ -148,7 +177,9 @@ void expect_trains_identically_under_half_budget(
     std::optional<Compiled<Step>> compiled;
     std::vector<std::string> diagnostics;
     if (budget) {
-      compiled.emplace(eager, CompileOptions{.disable_passes = disable_passes,
+      std::vector<std::string> disabled = disable_passes;
+      if (!recompute) disabled.emplace_back("remat");
+      compiled.emplace(eager, CompileOptions{.disable_passes = disabled,
                                              .memory_budget = *budget,
                                              .on_diagnostic = [&](const std::string& d) {
                                                diagnostics.push_back(d);
@@ -167,12 +198,15 @@ void expect_trains_identically_under_half_budget(
     for (const Tensor& p : model->parameters()) r.params.push_back(p.clone());
     return r;
   };
-  // The unbudgeted plan, from a compiled run with a budget nothing exceeds.
-  const Run unbudgeted = train(int64_t{1} << 50);
+  // The plan that recomputes nothing, from a compiled run with a budget nothing exceeds and
+  // "remat" off; with it on, only what costs no memory elsewhere; under half, more.
+  const Run unbudgeted = train(int64_t{1} << 50, /*recompute=*/false);
   EXPECT_TRUE(unbudgeted.plan.recomputed.empty());
   const int64_t half = unbudgeted.plan.arena_bytes / 2;
-  const Run eager = train(std::nullopt), budgeted = train(half);
-  EXPECT_FALSE(budgeted.plan.recomputed.empty());
+  const Run eager = train(std::nullopt), free = train(int64_t{1} << 50), budgeted = train(half);
+  EXPECT_LE(free.plan.arena_bytes, unbudgeted.plan.arena_bytes);
+  EXPECT_GT(budgeted.plan.recomputed.size(), free.plan.recomputed.size());
+  EXPECT_EQ(free.losses, eager.losses);
   EXPECT_LT(budgeted.plan.arena_bytes, unbudgeted.plan.arena_bytes);
   if (expect_budget_met) {
     EXPECT_LE(budgeted.plan.arena_bytes, half);

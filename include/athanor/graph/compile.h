@@ -74,7 +74,8 @@ struct CompileOptions {
   // Bytes the arena may use (activations, saved tensors, workspaces; not parameters, gradients
   // or optimizer state). When the plan needs more, the "remat" pass recomputes activations in
   // the backward instead of saving them — cheap ones first, then short chains through matrix
-  // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget. A budget it
+  // products (graph::rematerialize; the plan's `recomputed` lists them). 0: no budget (the pass
+  // still recomputes what costs no memory elsewhere: graph::rematerialize_free). A budget it
   // cannot reach trains anyway, with a diagnostic.
   int64_t memory_budget = 0;
   // The inter-op schedule's cost model (graph/interop.h): which independent nodes run at the

@@ -34,7 +34,9 @@
 //   all-thread rates (they share the memory bandwidth and the cores), plus one region. A pair
 //   is chosen when that is below the two nodes' all-thread times by `margin` (relative).
 // - The memory plan (plan_memory with the pairs) treats a pair as one step: a buffer last read
-//   by the first node stays live through the second, so the two never share arena bytes.
+//   by the first node stays live through the second, so the two never share arena bytes. That,
+//   and moving a partner's dependencies ahead, lengthens lives; with `max_arena` a pair that
+//   would take the arena past it is left out.
 // Results do not change: every kernel computes the same bits on one thread as on several.
 #pragma once
 
@@ -84,10 +86,11 @@ struct InteropPair {
 
 struct InteropSchedule {
   std::vector<InteropPair> pairs;
-  int candidates = 0;  // independent pairs the model looked at
-  int moved = 0;       // nodes moved to bring pairs together
-  int threads = 0;     // the thread count the model assumed
-  InteropCosts costs;  // the rates it used
+  int candidates = 0;          // independent pairs the model looked at
+  int moved = 0;               // nodes moved to bring pairs together
+  int refused_for_memory = 0;  // chosen pairs left out: the arena would pass max_arena
+  int threads = 0;             // the thread count the model assumed
+  InteropCosts costs;          // the rates it used
   std::vector<int32_t> paired_first() const;
   double predicted_gain_s() const;  // sum over pairs of serial - together
   // One line per pair: its nodes, the model's serial and together times.
@@ -97,6 +100,10 @@ struct InteropSchedule {
 struct InteropOptions {
   InteropCosts costs;
   int window = 8;  // how far ahead of a node its partner may be
+  // > 0: a pair whose schedule makes the memory plan (plan_memory with the pairs) need more
+  // arena bytes than this is refused. compile() passes the arena the graph needs before the
+  // schedule (or the memory budget, if more), so pairs never undo what the planner saved.
+  int64_t max_arena = 0;
 };
 // Chooses pairs and reorders g's nodes so each pair is adjacent (a reorder that keeps every
 // must_follow order). With fewer than two threads it chooses nothing.

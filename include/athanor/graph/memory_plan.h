@@ -7,11 +7,13 @@
 //   #include "athanor/graph/tracer.h"
 //   Tensor x = randn({256, 64});
 //   graph::Tracer tracer({x});
-//   Tensor y = relu(x) * 2.0;
+//   Tensor r = relu(x);
+//   Tensor y = r * 2.0 + r;
 //   graph::Graph g = tracer.finish({exp(y)});
 //   graph::MemoryPlan plan = graph::plan_memory(g);
 //   graph::check_plan(g, plan);        // no two buffers live at once share a byte
-//   assert(plan.arena_bytes == 2 * 256 * 64 * 4);   // relu and mul results, live at the mul
+//   // relu's and the multiply's results are live at the add, which writes over the latter.
+//   assert(plan.arena_bytes == 2 * 256 * 64 * 4);
 //
 // How it plans:
 // - A buffer is a value a node allocates (not a view, not an in-place version: those use their
@@ -21,11 +23,18 @@
 // - Saved activations need nothing special: the backward nodes that read them are in the
 //   schedule, so their lifetimes reach there.
 // - A kernel's workspace (OpDef::workspace_bytes) is a buffer live during its node only.
+// - In place: a node whose op may write over an input (InplacePolicy: input 0 for the
+//   element-wise ops and attention's softmax and its backward, the logits for
+//   cross_entropy_backward) takes that input's buffer for its result when the buffer dies there
+//   — the input covers it densely with the result's shape and dtype, no other input reads it,
+//   and no node running beside it does. W4's GELU backward writes over the gradient it
+//   multiplies. The two buffers form one unit in the placement.
 // - Nodes that run at the same time (the inter-op schedule, graph/interop.h: node k and k + 1
 //   for each k in `paired_first`) count as one step: a buffer last read by the first of a pair
 //   stays live through the second, so the pair's buffers never share bytes.
-// - Offsets: largest buffers first, each at the lowest 64-byte-aligned offset that overlaps no
-//   placed buffer whose lifetime intersects its own (first fit).
+// - Offsets: largest units first, each at the lowest 64-byte-aligned offset that overlaps no
+//   placed unit whose lifetime intersects its own (first fit). `live_after_node` is the lower
+//   bound any placement has; on the workloads the arena equals it, or nearly.
 // The executor (graph/executor.h) runs replays in the plan: it allocates the arena once and
 // hands each planned buffer to its kernel as a slice at the planned offset.
 #pragma once
@@ -65,6 +74,9 @@ struct MemoryPlan {
     int64_t bytes = 0;
     int64_t offset = 0;  // in the arena
     MemoryCategory category = MemoryCategory::Activations;
+    // In place: the buffer (storage owner) this one is written over. That buffer's last read
+    // is this one's first node, whose kernel reads it element by element as it writes this.
+    ValueId over = kNoValue;
   };
   std::vector<Buffer> buffers;  // the arena's, in the order they were placed
   int64_t arena_bytes = 0;      // the arena's size: its peak

@@ -70,15 +70,20 @@
 // |               | fused_pointwise node: ReLU's backward mask-and-multiply is one kernel  |
 // | dce           | removes nodes none of whose results reach an output, a gradient, or a  |
 // |               | later live node; keeps every in-place write and every random draw      |
-// | remat         | only with a memory budget (PassOptions::memory_budget): recomputes     |
-// |               | activations where the backward reads them instead of keeping them      |
-// |               | alive from the forward — cheap ones (element-wise, layer_norm,         |
-// |               | softmax, dropout from its seed) first, then chains through matrix      |
-// |               | products — until the arena fits the budget (rematerialize)             |
+// | remat         | training graphs: recomputes activations where the backward reads them  |
+// |               | instead of keeping them alive from the forward. Without a budget only  |
+// |               | what costs one pass over the data and no memory elsewhere, where it    |
+// |               | lowers the peak (rematerialize_free: W4's GELUs, layer norms); with a  |
+// |               | budget (PassOptions::memory_budget) then cheap ones (element-wise,     |
+// |               | layer_norm, softmax, dropout from its seed), then chains through       |
+// |               | matrix products, until the arena fits it (rematerialize)               |
+// | sink          | training graphs: moves a node whose results nothing reads until after  |
+// |               | the arena's peak down to their first reader (sink_producers)           |
 // | interop       | last: pairs independent nodes to run at the same time, one thread each, |
 // |               | where the cost model predicts a gain, and moves each pair's nodes next  |
 // |               | to each other (schedule_interop, graph/interop.h); the report's         |
-// |               | `interop` lists the pairs for the memory plan and the executor          |
+// |               | `interop` lists the pairs for the memory plan and the executor. On a    |
+// |               | training graph no pair may grow the arena (InteropOptions::max_arena)   |
 //
 // No pass reorders writes: a node that writes memory (an optimizer update, add_) stays, in its
 // place relative to every node that reads or writes the same buffer.
@@ -130,6 +135,17 @@ struct RematReport {
 // when the arena fits or nothing at the peak qualifies (the report says how far it got). Results
 // are bit-identical: the copy runs the same kernel on the same inputs.
 RematReport rematerialize(Graph& g, int64_t arena_budget);
+// Rematerialization that costs neither a budget nor memory elsewhere (what "remat" runs first):
+// while a buffer live across the arena's peak was made by a cheap node (one pass over the data:
+// element-wise ops, layer_norm, softmaxes) whose inputs are all still live at the buffer's first
+// read after the peak, recomputes it there — kept only when the arena, or the most bytes live
+// at once, comes down. W4's GELU outputs: the GELU's input is saved for its backward anyway.
+RematReport rematerialize_free(Graph& g);
+// Memory-aware scheduling ("sink", training graphs): while a buffer live across the arena's
+// peak was made by a node without side effects whose results nothing but views reads before the
+// peak, moves that node (and those views) down to just before its first reader — kept only when
+// the arena, or the most bytes live at once, comes down. Returns the number of moves.
+int sink_producers(Graph& g);
 
 // Whether a node must run even if nothing reads its results: it writes memory, or it draws
 // from a random generator (philox_seed_offset advances the generator's state).
@@ -138,6 +154,9 @@ bool has_side_effects(const Node& n);
 // Rebuilds `g` keeping the nodes marked in `keep`, with every use of a value v replaced by
 // replace[v] (kNoValue: keep v), and values nothing defines or references dropped; renumbers.
 void rewrite(Graph& g, const std::vector<bool>& keep, const std::vector<ValueId>& replace);
+// Moves the nodes to `order` (new position -> old index; a permutation that keeps every
+// must_follow order), renumbering Value::node. Values keep their ids.
+void reorder_nodes(Graph& g, const std::vector<int32_t>& order);
 
 struct PassOptions {
   std::vector<std::string> disabled;  // pass names to skip
@@ -145,7 +164,8 @@ struct PassOptions {
   // constants are final (an inference session's), so weights may be repacked.
   bool inference = false;
   bool verify = true;  // run the verifier after each pass
-  // Bytes the memory plan's arena may use; > 0 runs "remat" last (see rematerialize).
+  // Bytes the memory plan's arena may use; > 0: "remat" recomputes until the arena fits (see
+  // rematerialize), after what it recomputes anyway (rematerialize_free).
   int64_t memory_budget = 0;
   // The inter-op schedule's cost model and window ("interop").
   InteropOptions interop;

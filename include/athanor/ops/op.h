@@ -67,8 +67,11 @@ enum class OpKind : uint8_t {
   Opaque,     // anything else (GEMM, conv, gather, sort...): a fusion boundary
 };
 
-// Whether the kernel may write its output over input 0 (`add_` and friends).
-enum class InplacePolicy : uint8_t { None, OverInput0 };
+// Whether the kernel may write its output over an input of the output's shape and dtype: it
+// reads each element of that input before it writes the same element of the output. OverInput0
+// is what `add_` and friends (call_inplace) write directly; the graph compiler's memory plan
+// writes a result over either input where that input's buffer dies (graph/memory_plan.h).
+enum class InplacePolicy : uint8_t { None, OverInput0, OverInput1 };
 
 // What autocast (ops/autocast.h) does to an op's floating inputs: nothing; cast them to the
 // autocast dtype (bfloat16/float16: the matrix products, where low precision is fast); or

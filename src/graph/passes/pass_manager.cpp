@@ -17,6 +17,7 @@ struct NamedPass {
 };
 
 constexpr std::string_view kRemat = "remat";
+constexpr std::string_view kSink = "sink";
 constexpr std::string_view kInterop = "interop";
 
 const std::vector<NamedPass>& passes() {
@@ -52,6 +53,7 @@ const std::vector<std::string>& pass_names() {
     std::vector<std::string> n;
     for (const NamedPass& p : passes()) n.push_back(p.name);
     n.emplace_back(kRemat);
+    n.emplace_back(kSink);
     n.emplace_back(kInterop);
     return n;
   }();
@@ -84,28 +86,30 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
   for (const NamedPass& p : passes()) {
     if (enabled(p.name) && (options.inference || !p.inference_only)) finish(p.name, p.run(g));
   }
-  // Last: it plans memory, so it sees the graph the executor will run.
-  if (options.memory_budget > 0 && enabled(kRemat)) {
-    report.remat = rematerialize(g, options.memory_budget);
+  // Last: it plans memory, so it sees the graph the executor will run. What costs no memory
+  // elsewhere first (training graphs: an inference graph keeps nothing for a backward); then,
+  // under a budget, whatever brings the arena down to it.
+  if (enabled(kRemat) && (!options.inference || options.memory_budget > 0)) {
+    if (!options.inference) report.remat = rematerialize_free(g);
+    if (options.memory_budget > 0) {
+      RematReport budgeted = rematerialize(g, options.memory_budget);
+      if (report.remat.recomputed.empty()) report.remat.arena_before = budgeted.arena_before;
+      for (Recomputation& r : budgeted.recomputed) report.remat.recomputed.push_back(std::move(r));
+      report.remat.arena_after = budgeted.arena_after;
+    }
     finish(kRemat, static_cast<int>(report.remat.recomputed.size()));
   }
-  // After everything that changes nodes: it reorders them and names pairs by position.
-  // Under a memory budget it may not undo what remat saved: a schedule whose plan needs more
-  // arena than the budget (or than the graph already needs, if that is more) is dropped.
+  // After remat, whose copies run where the late reads are: what is made early and read late
+  // can often move down to its reader.
+  if (enabled(kSink) && !options.inference) finish(kSink, sink_producers(g));
+  // After everything that changes nodes: it reorders them and names pairs by position. It may
+  // not undo what the planner saved: no pair may take a training graph's arena (or one under a
+  // budget) past what it needs without pairs, or the budget if that is more.
   if (enabled(kInterop)) {
-    Graph trial = g;
-    InteropSchedule s = schedule_interop(trial, options.interop);
-    bool keep = !s.pairs.empty();
-    if (keep && options.memory_budget > 0) {
-      const int64_t limit = std::max(options.memory_budget, plan_memory(g).arena_bytes);
-      keep = plan_memory(trial, s.paired_first()).arena_bytes <= limit;
-    }
-    if (keep) {
-      g = std::move(trial);
-      report.interop = std::move(s);
-    } else {
-      report.interop = {.candidates = s.candidates, .threads = s.threads, .costs = s.costs};
-    }
+    InteropOptions interop = options.interop;
+    if (!options.inference || options.memory_budget > 0)
+      interop.max_arena = std::max(options.memory_budget, plan_memory(g).arena_bytes);
+    report.interop = schedule_interop(g, interop);
     finish(kInterop, static_cast<int>(report.interop.pairs.size()));
   }
   return report;

@@ -1,5 +1,7 @@
-// rematerialize: under a memory budget, activations are recomputed where the backward reads
-// them instead of being kept alive from the forward (see passes.h for the contract).
+// rematerialize: activations are recomputed where the backward reads them instead of being kept
+// alive from the forward (see passes.h for the contract): under a memory budget until the arena
+// fits it; without one (rematerialize_free) only element-wise ops whose inputs are still live
+// there, one kernel each.
 //
 // One round: plan the graph, find the node where the most arena bytes are live (the peak), and
 // among the buffers live across it pick the best one that (a) a node without side effects made,
@@ -11,7 +13,10 @@
 // read from there on uses the copy, and the original dies at its last read before the peak.
 // Cheap producers come first (element-wise ops, layer_norm, softmax, dropout: one pass over the
 // data); only when none is left at the peak do chains with matrix products qualify, best bytes
-// per recomputed work first. Rounds repeat until the arena fits or nothing at the peak qualifies.
+// per recomputed work first. A round is kept only when the plan's peak comes down (a copy that
+// lowers one node's bytes but not the arena is refused, so rounds cannot go on forever: with
+// in-place reuse a copy can take as many bytes as the original frees). Rounds repeat until the
+// arena fits or nothing at the peak qualifies.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +24,7 @@
 #include <string_view>
 
 #include "athanor/graph/passes.h"
+#include "peak_size.h"
 
 namespace ath::graph {
 
@@ -107,7 +113,7 @@ constexpr int kMaxChain = 4;
 // (persistent or read at `at` or later, and not written since node k), or made by a view or a
 // recomputable node that is added to the chain itself.
 bool collect_inputs(const Graph& g, const Accesses& acc, int32_t k, int32_t at, Tier tier,
-                    std::vector<int32_t>& chain, int depth = 0) {
+                    std::vector<int32_t>& chain, int max_chain, int depth = 0) {
   for (ValueId in : g.nodes[static_cast<std::size_t>(k)].inputs) {
     const ValueId s = g.storage_of(in);
     for (int32_t w : acc.writes[static_cast<std::size_t>(s)])
@@ -120,10 +126,10 @@ bool collect_inputs(const Graph& g, const Accesses& acc, int32_t k, int32_t at, 
     if (std::find(chain.begin(), chain.end(), val.node) != chain.end()) continue;
     const Node& q = g.nodes[static_cast<std::size_t>(val.node)];
     if (q.op->kind != OpKind::View && !may_recompute(q, tier)) return false;
-    if (depth + 1 >= kMaxChain) return false;
-    if (!collect_inputs(g, acc, val.node, at, tier, chain, depth + 1)) return false;
+    if (depth + 1 >= max_chain) return false;
+    if (!collect_inputs(g, acc, val.node, at, tier, chain, max_chain, depth + 1)) return false;
     chain.push_back(val.node);
-    if (static_cast<int>(chain.size()) >= kMaxChain) return false;
+    if (static_cast<int>(chain.size()) >= max_chain) return false;
   }
   return true;
 }
@@ -131,7 +137,7 @@ bool collect_inputs(const Graph& g, const Accesses& acc, int32_t k, int32_t at, 
 // Whether the buffer `b` (live across node `peak`) can be recomputed at its first read after
 // the peak; fills `c` when it can.
 bool recomputable(const Graph& g, const Accesses& acc, const MemoryPlan::Buffer& b, int32_t peak,
-                  Tier tier, Candidate& c) {
+                  Tier tier, Candidate& c, int max_chain = kMaxChain) {
   const ValueId v = b.value;
   if (v == kNoValue || b.first >= peak || b.last <= peak) return false;
   const Node& producer = g.nodes[static_cast<std::size_t>(b.first)];
@@ -147,7 +153,7 @@ bool recomputable(const Graph& g, const Accesses& acc, const MemoryPlan::Buffer&
   if (late == reads.end()) return false;
   const int32_t at = *late;
   std::vector<int32_t> chain;
-  if (!collect_inputs(g, acc, b.first, at, tier, chain)) return false;
+  if (!collect_inputs(g, acc, b.first, at, tier, chain, max_chain)) return false;
   std::sort(chain.begin(), chain.end());  // the schedule's order is a topological one
   chain.push_back(b.first);
   // Every late read must reach v directly or through views made before `at` (views made later
@@ -239,39 +245,100 @@ void recompute(Graph& g, const Candidate& c) {
           std::vector<ValueId>(g.values.size(), kNoValue));
 }
 
-}  // namespace
+std::string ops_of(const Graph& g, const Candidate& c) {  // "mm+attention_softmax"
+  std::string ops;
+  for (int32_t k : c.chain) {
+    const Node& n = g.nodes[static_cast<std::size_t>(k)];
+    if (n.op->kind == OpKind::View) continue;
+    if (!ops.empty()) ops += '+';
+    ops += n.op->name;
+  }
+  return ops;
+}
 
-RematReport rematerialize(Graph& g, int64_t arena_budget) {
+Recomputation recomputation_of(const Graph& g, const Candidate& c) {
+  return {ops_of(g, c), type_string(g.value(c.value).meta, g.value(c.value).strides), c.bytes};
+}
+
+// Rounds until `pick` finds nothing or `done`: the candidate `pick` chooses at the plan's peak
+// (among buffers not refused) is recomputed on a copy of the graph, kept when the plan's peak
+// comes down, and refused otherwise (until a kept one changes the graph and its numbering).
+template <class Pick, class Done>
+RematReport lower_peak(Graph& g, const Pick& pick, const Done& done) {
   RematReport report;
   MemoryPlan plan = plan_memory(g);
   report.arena_before = plan.arena_bytes;
-  while (plan.arena_bytes > arena_budget && !plan.live_after_node.empty()) {
-    const auto peak = static_cast<int32_t>(
-        std::max_element(plan.live_after_node.begin(), plan.live_after_node.end()) -
-        plan.live_after_node.begin());
-    const Accesses acc(g);
+  std::vector<ValueId> refused;
+  for (int32_t peak = detail::peak_node(plan); peak >= 0 && !done(plan);
+       peak = detail::peak_node(plan)) {
+    const Candidate best = pick(Accesses(g), plan, peak, refused);
+    if (best.value == kNoValue) break;
+    Graph trial = g;
+    recompute(trial, best);
+    MemoryPlan trial_plan = plan_memory(trial);
+    if (detail::PeakSize(trial_plan) >= detail::PeakSize(plan)) {
+      refused.push_back(best.value);
+      continue;
+    }
+    report.recomputed.push_back(recomputation_of(g, best));
+    g = std::move(trial);
+    plan = std::move(trial_plan);
+    refused.clear();
+  }
+  report.arena_after = plan.arena_bytes;
+  return report;
+}
+
+bool is_refused(const std::vector<ValueId>& refused, ValueId v) {
+  return std::find(refused.begin(), refused.end(), v) != refused.end();
+}
+
+}  // namespace
+
+RematReport rematerialize_free(Graph& g) {
+  // An element-wise op from inputs still there: the largest first. Each copy is one more kernel
+  // (a parallel region: ~0.5 ms on a loaded host), so only element-wise ops, whose copies save
+  // the most bytes per kernel (W4's GELUs: 4 MB each); layer norms and softmaxes wait for a
+  // budget. A buffer nothing but views reads before the peak is the "sink" pass's: moving its
+  // node there costs nothing.
+  auto read_early = [&](const Accesses& acc, ValueId v, int32_t peak) {
+    for (int32_t k : acc.reads[static_cast<std::size_t>(v)])
+      if (k <= peak && g.nodes[static_cast<std::size_t>(k)].op->kind != OpKind::View) return true;
+    return false;
+  };
+  auto pick = [&](const Accesses& acc, const MemoryPlan& plan, int32_t peak,
+                  const std::vector<ValueId>& refused) {
+    Candidate best;
+    for (const MemoryPlan::Buffer& b : plan.buffers) {
+      Candidate c;
+      if (!is_refused(refused, b.value) &&
+          g.nodes[static_cast<std::size_t>(b.first)].op->kind == OpKind::Pointwise &&
+          recomputable(g, acc, b, peak, Tier::Cheap, c, /*max_chain=*/1) && c.bytes > best.bytes &&
+          read_early(acc, b.value, peak))
+        best = std::move(c);
+    }
+    return best;
+  };
+  return lower_peak(g, pick, [](const MemoryPlan&) { return false; });
+}
+
+RematReport rematerialize(Graph& g, int64_t arena_budget) {
+  auto pick = [&](const Accesses& acc, const MemoryPlan& plan, int32_t peak,
+                  const std::vector<ValueId>& refused) {
     Candidate best;
     for (Tier tier : {Tier::Cheap, Tier::Any}) {
       for (const MemoryPlan::Buffer& b : plan.buffers) {
         Candidate c;
-        if (recomputable(g, acc, b, peak, tier, c) && c.better_than(best)) best = std::move(c);
+        if (!is_refused(refused, b.value) && recomputable(g, acc, b, peak, tier, c) &&
+            c.better_than(best))
+          best = std::move(c);
       }
       if (best.value != kNoValue) break;  // matrix products only when nothing cheap is left
     }
-    if (best.value == kNoValue) break;  // nothing at the peak can be recomputed
-    std::string ops;                    // "mm+attention_softmax"
-    for (int32_t k : best.chain) {
-      const Node& n = g.nodes[static_cast<std::size_t>(k)];
-      if (n.op->kind == OpKind::View) continue;
-      if (!ops.empty()) ops += '+';
-      ops += n.op->name;
-    }
-    report.recomputed.push_back({std::move(ops),
-                                 type_string(g.value(best.value).meta, g.value(best.value).strides),
-                                 best.bytes});
-    recompute(g, best);
-    plan = plan_memory(g);
-  }
+    return best;
+  };
+  RematReport report =
+      lower_peak(g, pick, [&](const MemoryPlan& plan) { return plan.arena_bytes <= arena_budget; });
   eliminate_dead_code(g);  // originals all of whose reads now go to their copies
   report.arena_after = plan_memory(g).arena_bytes;
   return report;

@@ -99,6 +99,7 @@ const Op<GeluAttrs>& op_gelu_backward() {
       .name = "gelu_backward",
       .kind = OpKind::Pointwise,
       .num_inputs = 2,
+      .inplace = InplacePolicy::OverInput0,  // the memory plan writes it over the gradient
       .save_inputs = 0b11,
       .infer =
           [](TensorSpan in, const GeluAttrs& a) {

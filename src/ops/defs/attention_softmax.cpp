@@ -48,6 +48,7 @@ const Op<AttentionSoftmaxAttrs>& op_attention_softmax() {
   static const auto& op = define_op<AttentionSoftmaxAttrs>({
       .name = "attention_softmax",
       .kind = OpKind::Opaque,
+      .inplace = InplacePolicy::OverInput0,  // a row is read whole before it is written
       .autocast = AutocastPolicy::Float32,
       .save_outputs = 0b1,
       .infer = attention_softmax_spec,
@@ -65,6 +66,7 @@ const Op<AttentionSoftmaxAttrs>& op_attention_softmax_backward() {
       .name = "attention_softmax_backward",
       .kind = OpKind::Opaque,
       .num_inputs = 2,
+      .inplace = InplacePolicy::OverInput0,  // a row is read whole before it is written
       .save_inputs = 0b11,
       .infer = attention_softmax_backward_spec,
       .backward =

@@ -116,7 +116,8 @@ const Op<CrossEntropyAttrs>& op_cross_entropy_backward() {
   static const auto& op = define_op<CrossEntropyAttrs>({
       .name = "cross_entropy_backward",
       .kind = OpKind::Opaque,
-      .num_inputs = 6,  // g, x, target, weight, lse, total_weight
+      .num_inputs = 6,                       // g, x, target, weight, lse, total_weight
+      .inplace = InplacePolicy::OverInput1,  // dx over the logits: each read before written
       .save_inputs = 0b111111,
       .promote_inputs = 0b001011,  // g, x, weight to x's dtype; lse and total_weight stay
       .infer = ce_backward_spec,

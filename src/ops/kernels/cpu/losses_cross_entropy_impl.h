@@ -157,6 +157,8 @@ void cross_entropy_kernel(TensorSpan in, std::span<Tensor> out, const CrossEntro
 // Per position: s = g / denom; s1 = (1 - ls) * w[t] * s (the one-hot part), s2 = ls / C * s (the
 // uniform part), A = s1 + s2 * sum(w). dx[c] = A * p[c] - s2 * w[c] - (c == t) * s1. Kept as
 // separate terms so a zero total weight gives NaN rows, as torch's composition does.
+// Memory contract: dx may be x itself (InplacePolicy::OverInput1): each logit is read before
+// its gradient is written, the target's included.
 template <class T>
 void cross_entropy_backward_kernel(TensorSpan in, std::span<Tensor> out,
                                    const CrossEntropyAttrs& a) {
@@ -211,6 +213,7 @@ void cross_entropy_backward_kernel(TensorSpan in, std::span<Tensor> out,
           T* dr = dx + r * nc;
           const Coef k = coef(r);
           const C A = k.A, s2 = k.s2, L = lse[r];
+          const C xt = k.t >= 0 ? C(xr[k.t]) : C(0);  // read first: dx may be written over x
           if (smooth && w != nullptr) {
             for (int64_t j = 0; j < nc; ++j) dr[j] = T(A * exp_v<C>(C(xr[j]) - L) - s2 * w[j]);
           } else if (smooth) {
@@ -218,7 +221,7 @@ void cross_entropy_backward_kernel(TensorSpan in, std::span<Tensor> out,
           } else {
             for (int64_t j = 0; j < nc; ++j) dr[j] = T(A * exp_v<C>(C(xr[j]) - L));
           }
-          if (k.t >= 0) dr[k.t] = target_value(k, C(xr[k.t]), L);
+          if (k.t >= 0) dr[k.t] = target_value(k, xt, L);
         }
         return;
       }
@@ -227,11 +230,13 @@ void cross_entropy_backward_kernel(TensorSpan in, std::span<Tensor> out,
       const int64_t base = o * nc * inner + i0;
       Coef k[kCols];
       C A[kCols], S2[kCols], L[kCols];  // by column, so the class loop vectorizes
+      C xt[kCols];                      // the target logits, read first: dx may be written over x
       for (int64_t i = 0; i < cols; ++i) {
         k[i] = coef(o * inner + i0 + i);
         A[i] = k[i].A;
         S2[i] = k[i].s2;
         L[i] = lse[o * inner + i0 + i];
+        xt[i] = k[i].t >= 0 ? C(xp[base + k[i].t * inner + i]) : C(0);
       }
       for (int64_t j = 0; j < nc; ++j) {
         const C wj = w != nullptr ? w[j] : C(1);
@@ -241,8 +246,7 @@ void cross_entropy_backward_kernel(TensorSpan in, std::span<Tensor> out,
       }
       for (int64_t i = 0; i < cols; ++i) {
         if (k[i].t < 0) continue;
-        const int64_t off = base + k[i].t * inner + i;
-        dx[off] = target_value(k[i], C(xp[off]), L[i]);
+        dx[base + k[i].t * inner + i] = target_value(k[i], xt[i], L[i]);
       }
     });
   });
