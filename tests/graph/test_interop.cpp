@@ -118,15 +118,25 @@ TEST(InteropSchedule, MovesWhatThePartnerNeedsAheadAndKeepsResults) {
   EXPECT_EQ(bits(got[1]), bits(expected[1]));
 }
 
-// t = exp(x) dies at the mul; abs(x) right after may take its bytes, unless the two run together.
-// (x * t, not t * x: the mul would write its result over its first input, where that dies.)
-TEST(InteropPlan, APairNeverSharesArenaBytes) {
+// x * exp(x) * abs(x): t = exp(x) dies at the first mul; abs(x) right after may take its
+// bytes, unless the two run together. (x * t, not t * x: the mul would write its result over
+// its first input, where that dies.)
+struct ExpMulAbs {
   Graph g;
-  const ValueId x = g.add_argument({{1024}, kFloat32});
-  const ValueId t = g.add_node(op_exp(), NoAttrs{}, {x})[0];
-  const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, t})[0];
-  const ValueId b = g.add_node(op_abs(), NoAttrs{}, {x})[0];
-  g.outputs = {g.add_node(op_mul(), NoAttrs{}, {a, b})[0]};
+  ValueId t = kNoValue, b = kNoValue;  // exp(x), abs(x)
+  ExpMulAbs() {
+    const ValueId x = g.add_argument({{1024}, kFloat32});
+    t = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+    const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, t})[0];
+    b = g.add_node(op_abs(), NoAttrs{}, {x})[0];
+    g.outputs = {g.add_node(op_mul(), NoAttrs{}, {a, b})[0]};
+  }
+};
+
+TEST(InteropPlan, APairNeverSharesArenaBytes) {
+  ExpMulAbs graph;
+  Graph& g = graph.g;
+  const ValueId t = graph.t, b = graph.b;
   auto offset = [](const MemoryPlan& plan, ValueId v) {
     for (const MemoryPlan::Buffer& buf : plan.buffers)
       if (buf.value == v) return buf.offset;
@@ -146,16 +156,7 @@ TEST(InteropPlan, APairNeverSharesArenaBytes) {
 // beside the abs's result), which takes three slots where the plain schedule needs two. With
 // max_arena at the plain plan's arena, no pair is made and the arena stays.
 TEST(InteropPlan, APairThatWouldGrowTheArenaPastItsLimitIsLeftOut) {
-  auto build = [] {
-    Graph g;
-    const ValueId x = g.add_argument({{1024}, kFloat32});
-    const ValueId t = g.add_node(op_exp(), NoAttrs{}, {x})[0];
-    const ValueId a = g.add_node(op_mul(), NoAttrs{}, {x, t})[0];
-    const ValueId b = g.add_node(op_abs(), NoAttrs{}, {x})[0];
-    g.outputs = {g.add_node(op_mul(), NoAttrs{}, {a, b})[0]};
-    return g;
-  };
-  Graph free = build(), limited = build();
+  Graph free = ExpMulAbs().g, limited = ExpMulAbs().g;
   const int64_t plain = plan_memory(limited).arena_bytes;
   const InteropSchedule s = schedule_interop(free, pair_everything());
   ASSERT_FALSE(s.pairs.empty());
