@@ -160,6 +160,9 @@ void bind_scratchpad(CallArgs& args, const dnnl::memory::desc& md) {
   struct Block {
     void* data = nullptr;
     std::size_t bytes = 0;
+    Block() = default;
+    Block(const Block&) = delete;  // owns `data`
+    Block& operator=(const Block&) = delete;
     ~Block() { std::free(data); }
   };
   thread_local Block block;
@@ -169,7 +172,8 @@ void bind_scratchpad(CallArgs& args, const dnnl::memory::desc& md) {
     void* p = std::aligned_alloc(kPage, want);
     ATH_CHECK(p != nullptr, Error, "out of memory allocating a {}-byte oneDNN scratchpad", want);
     std::free(block.data);
-    block = {p, want};
+    block.data = p;
+    block.bytes = want;
   }
   bind_arg(args, DNNL_ARG_SCRATCHPAD, md, block.data);
 }
