@@ -215,9 +215,11 @@ void InferenceSession::add_streams(Compiled& whole, const std::vector<Tensor>& i
   // Auto: streams pay where nodes are too small to split well between threads, so where a run
   // is short; a longer one (ResNet-18 at batch 16: 0.3 s eager) is not worth the first call's
   // second trace and timed runs (it measured no gain).
+  // With a saved plan, Auto keeps the whole batch: the plan stores whole-batch graphs, so the
+  // session that saves it and the ones that load it compute the same bits.
   constexpr double kAutoMaxTracedRunSeconds = 0.05;
   if (options_.batch_parallel == BatchParallel::Auto &&
-      whole.traced_run_s > kAutoMaxTracedRunSeconds)
+      (whole.traced_run_s > kAutoMaxTracedRunSeconds || !options_.plan_path.empty()))
     return;
   if (!graph::batch_coupling(whole.saved.graph, batch).empty()) return;
   // The share's graph, traced, optimized and packed for one thread (the primitives a stream

@@ -7,6 +7,8 @@
 #include <athanor/onnx/session.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "onnx/model_builder.h"
 
 namespace ath::onnx {
@@ -115,6 +117,22 @@ TEST(BatchParallel, BatchesStreamsCannotSplitRunWhole) {
     EXPECT_EQ(odd.stats().stream_runs, 0);
     EXPECT_EQ(one.stats().stream_runs, 0);
   }
+}
+
+TEST(BatchParallel, AutoRunsWholeWithASavedPlan) {
+  manual_seed(6);
+  const SmallCnn net;
+  const std::string path = net.save("N");
+  const std::string plan = path + ".plan";
+  std::remove(plan.c_str());
+  const Tensor x = randn({8, 2, 8, 8});
+  InferenceSession a(path, {.threads = 2, .plan_path = plan});
+  a.run({{"x", x}});
+  const Tensor want = a.run({{"x", x}})[0];
+  InferenceSession b(path, {.threads = 2, .plan_path = plan});
+  EXPECT_TRUE(equal(b.run({{"x", x}})[0], want));  // the same graph, the same bits
+  EXPECT_EQ(a.stats().stream_runs + b.stats().stream_runs, 0);
+  EXPECT_EQ(b.stats().traces, 0);
 }
 
 TEST(BatchParallel, AutoChoosesEitherWayWithTheSameResult) {

@@ -73,7 +73,9 @@ struct SessionOptions {
   // batch divides into `threads` equal shares, each thread runs one share from start to finish
   // on a graph built for one thread — no fork and join per node, each core's activations in
   // its own cache. Auto keeps them where the first call for a shape measures them >= 5% faster
-  // (that first call pays a second trace and a few timed runs); a saved plan's keys run whole.
+  // (that first call pays a second trace and a few timed runs) and whose first eager run took
+  // under 50 ms. A saved plan stores whole-batch graphs: with plan_path, Auto runs whole (so the
+  // saving and the loading sessions compute the same bits) and On streams only keys it traced.
   BatchParallel batch_parallel = BatchParallel::Auto;
 };
 
