@@ -2,6 +2,24 @@
 
 namespace ath::cli::detail {
 
+namespace {
+
+// The InferenceSession options `athanor run` and `athanor bench` share.
+void add_session_options(CLI::App& cmd, int& threads, std::string& plan,
+                         std::string& batch_parallel) {
+  cmd.add_option("--threads", threads, "Intra-op threads (0: the machine's cores)")
+      ->capture_default_str();
+  cmd.add_option("--plan", plan,
+                 "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
+      ->type_name("FILE");
+  cmd.add_option("--batch-parallel", batch_parallel,
+                 "Batch-parallel streams (SessionOptions::batch_parallel)")
+      ->check(CLI::IsMember({"off", "auto", "on"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
   c.run = app.add_subcommand("run", "Run an ONNX model on .npy inputs; write .npy outputs");
   OnnxRunOptions& r = c.run_options;
@@ -18,17 +36,7 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->type_name("NAME=FILE");
   c.run->add_option("--output-dir", r.output_dir, "Write every output as DIR/<name>.npy")
       ->type_name("DIR");
-  c.run->add_option("--threads", r.threads, "Intra-op threads (0: the machine's cores)")
-      ->capture_default_str();
-  c.run
-      ->add_option("--plan", r.plan,
-                   "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
-      ->type_name("FILE");
-  c.run
-      ->add_option("--batch-parallel", r.batch_parallel,
-                   "Batch-parallel streams (SessionOptions::batch_parallel)")
-      ->check(CLI::IsMember({"off", "auto", "on"}))
-      ->capture_default_str();
+  add_session_options(*c.run, r.threads, r.plan, r.batch_parallel);
   c.run->footer("\nExample: athanor run model.onnx --input image=x.npy --output y.npy");
 
   c.bench = app.add_subcommand("bench", "Measure an ONNX model's latency and throughput");
@@ -49,19 +57,9 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
   c.bench->add_option("--duration", c.duration, "Time runs for this many seconds instead")
       ->excludes(iterations)
       ->type_name("SECONDS");
-  c.bench->add_option("--threads", b.threads, "Intra-op threads (0: the machine's cores)")
-      ->capture_default_str();
   c.bench->add_option("--seed", b.seed, "Seed of the random inputs")->capture_default_str();
   c.bench->add_flag("--json", b.json, "Print one JSON object instead of the report");
-  c.bench
-      ->add_option("--plan", b.plan,
-                   "A saved optimized plan: loaded when it matches, else written (docs/onnx.md)")
-      ->type_name("FILE");
-  c.bench
-      ->add_option("--batch-parallel", b.batch_parallel,
-                   "Batch-parallel streams (SessionOptions::batch_parallel)")
-      ->check(CLI::IsMember({"off", "auto", "on"}))
-      ->capture_default_str();
+  add_session_options(*c.bench, b.threads, b.plan, b.batch_parallel);
   c.bench->footer(
       "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "
       "shape inputs from files with --input NAME=FILE.npy.\nExample: athanor bench model.onnx "
