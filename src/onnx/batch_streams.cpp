@@ -10,9 +10,9 @@
 
 namespace ath::onnx::detail {
 
-BatchStreams::BatchStreams(graph::Graph share_graph, int count, bool arena)
-    : graph(std::move(share_graph)) {
-  if (arena) plan = graph::plan_memory(graph, {});
+BatchStreams::BatchStreams(graph::Graph share_graph, graph::MemoryPlan share_plan, int count,
+                           bool arena)
+    : graph(std::move(share_graph)), plan(std::move(share_plan)) {
   for (int i = 0; i < count; ++i)
     executors.push_back(arena ? std::make_unique<graph::Executor>(graph, plan)
                               : std::make_unique<graph::Executor>(graph));

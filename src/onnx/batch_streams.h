@@ -22,8 +22,9 @@ struct BatchStreams {
   graph::MemoryPlan plan;
   std::vector<std::unique_ptr<graph::Executor>> executors;  // one per stream: its own arena
 
-  // `count` executors of `graph` (its memory plan when `arena`).
-  BatchStreams(graph::Graph share_graph, int count, bool arena);
+  // `count` executors of `share_graph`, each with its own arena laid out by `plan` (the share's
+  // plan_memory, made when it was prepared; an empty plan: no arena).
+  BatchStreams(graph::Graph share_graph, graph::MemoryPlan share_plan, int count, bool arena);
   BatchStreams(const BatchStreams&) = delete;  // the executors refer to `graph`
   BatchStreams& operator=(const BatchStreams&) = delete;
   int count() const { return static_cast<int>(executors.size()); }

@@ -237,8 +237,9 @@ void InferenceSession::add_streams(Compiled& whole, const std::vector<Tensor>& i
     return;  // a shape the model fixes after all (a constant Reshape target): the batch runs whole
   }
   if (!failure.empty() || !graph::batch_coupling(one->saved.graph, rows).empty()) return;
-  auto streams =
-      std::make_unique<detail::BatchStreams>(std::move(one->saved.graph), n, options_.arena);
+  // The share's plan, as prepare() made it (no pairs: traced without inter_op).
+  auto streams = std::make_unique<detail::BatchStreams>(std::move(one->saved.graph),
+                                                        std::move(one->plan), n, options_.arena);
   if (options_.batch_parallel == BatchParallel::Auto) {
     // Both ways on this input, after a run each that builds what a first run builds; the
     // fastest of two timed runs each, alternating, so both see the same machine.
