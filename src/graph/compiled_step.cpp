@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "athanor/core/allocator.h"
 #include "athanor/core/behavior_state.h"
 #include "athanor/graph/compare.h"
 #include "athanor/graph/compile.h"
@@ -132,6 +133,10 @@ struct CompiledStep::Impl {
     PassOptions pass_options{.disabled = options.disable_passes,
                              .verify = options.verify,
                              .memory_budget = options.memory_budget};
+    // What the caching allocator kept from the eager runs (the warm-up and the traces) is what
+    // the arena will replace: handed back before the passes and the calibration allocate, so
+    // that the process never holds both (the executor hands back again when it allocates).
+    if (options.arena) empty_cache();
     // The machine's rates are measured (once per process) only if the schedule will use them.
     const auto& off = options.disable_passes;
     if (options.interop_costs) {

@@ -170,6 +170,18 @@ TEST(InteropPlan, APairThatWouldGrowTheArenaPastItsLimitIsLeftOut) {
   EXPECT_NE(c.report(limited).find("left out for the arena"), std::string::npos);
 }
 
+// The calibration allocates a few megabytes at most: compile() runs it in a process at its
+// memory peak (an out-of-place add on 4 MB operands raised W1's and W3's peak RSS by 18 MB).
+TEST(InteropCost, CalibrationAllocatesLittle) {
+  reset_peak_memory_stats();
+  const int64_t before = memory_stats().current_bytes;
+  const InteropCosts c = measure_interop_costs();
+  EXPECT_LE(memory_stats().peak_bytes - before, int64_t{6} << 20);
+  EXPECT_GT(c.bw_1, 0);
+  EXPECT_GT(c.bw_n, 0);
+  EXPECT_GT(c.gemm_n, 0);
+}
+
 TEST(InteropCost, RefusesPairsThatWouldLose) {
   const InteropCosts c{.threads = 2};
   // A large product beside a small element-wise op: on one thread the product takes twice as

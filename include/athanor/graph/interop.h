@@ -61,7 +61,7 @@ bool can_pair(const Node& n);
 struct InteropCosts {
   double gemm_1 = 250e9;   // FLOP/s of an f32 GEMM on one thread (inside a parallel region)
   double gemm_n = 470e9;   // FLOP/s on all threads
-  double bw_1 = 110e9;     // bytes/s an element-wise kernel moves on one thread (a 12 MB add)
+  double bw_1 = 110e9;     // bytes/s an element-wise kernel moves on one thread (2 MB operands)
   double bw_n = 160e9;     // bytes/s on all threads
   double region = 0.5e-6;  // seconds to enter and leave a parallel region (waking a thread)
   double margin = 0.10;    // a pair must be this much faster (relative) to be chosen
