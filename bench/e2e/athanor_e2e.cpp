@@ -4,7 +4,7 @@
 //
 //   athanor_e2e W1 [--threads 2] [--steps N] [--seed S] [--precision P] [--compile]
 //               [--no-arena] [--memory-budget-mb M] [--disable-pass NAME]... [--no-interop]
-//               [--interop-report] [--interop-margin X] [--interop-ab N]
+//               [--interop-report] [--interop-margin X] [--interop-ab N] [--profile]
 //               [--ab N --ab-disable-pass NAME...]
 //   athanor_e2e --calibrate-interop [--threads 2]
 //
@@ -24,6 +24,8 @@
 // (-100) pairs every independent candidate, to measure what the model turns down.
 // --ab N --ab-disable-pass NAME: as --interop-ab (below), for any passes: the compiled step as
 // configured and with NAME (repeatable) also off, in alternating blocks of N steps.
+// --profile: times every node of the compiled step's replays (graph/profile.h) and prints the
+// time per op and the costliest nodes to stderr.
 // --calibrate-interop: measures the rates of the inter-op cost model (InteropCosts) and exits.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
@@ -47,6 +49,7 @@
 #include "athanor/athanor.h"
 #include "athanor/core/thread_policy.h"
 #include "athanor/graph/compile.h"
+#include "athanor/graph/profile.h"
 #include "athanor/train/mixed_precision.h"
 #include "workloads.h"
 
@@ -58,14 +61,15 @@ using namespace ath::bench;
 namespace {
 
 int usage(const char* why) {
-  std::fprintf(stderr,
-               "athanor_e2e: %s\n"
-               "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
-               "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
-               "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] "
-               "[--interop-margin X] [--interop-ab N] [--ab N --ab-disable-pass NAME...]\n"
-               "       athanor_e2e --calibrate-interop [--threads N]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "athanor_e2e: %s\n"
+      "usage: athanor_e2e W1|W2|W3|W4 [--threads N] [--steps N] [--seed S] "
+      "[--precision 32-true|bf16-mixed|16-mixed|bf16-true] [--compile] [--no-arena] "
+      "[--memory-budget-mb M] [--disable-pass NAME] [--no-interop] [--interop-report] [--profile] "
+      "[--interop-margin X] [--interop-ab N] [--ab N --ab-disable-pass NAME...]\n"
+      "       athanor_e2e --calibrate-interop [--threads N]\n",
+      why);
   return 2;
 }
 
@@ -163,6 +167,7 @@ int main(int argc, char** argv) {
   double budget_mb = 0;
   std::vector<std::string> disabled_passes;
   bool interop_report = false;
+  bool profile = false;
   std::optional<double> interop_margin;
   int interop_ab = 0;
   int ab = 0;
@@ -179,6 +184,10 @@ int main(int argc, char** argv) {
     }
     if (flag == "--interop-report") {
       interop_report = true;
+      continue;
+    }
+    if (flag == "--profile") {
+      profile = true;
       continue;
     }
     if (flag == "--compile") {
@@ -273,6 +282,8 @@ int main(int argc, char** argv) {
       const auto now = std::chrono::steady_clock::now();
       trace_seconds += std::chrono::duration<double>(now - t0).count();
       t0 = now;
+      if (profile && compiled_step->executor() != nullptr)
+        compiled_step->executor()->set_profiling(true);  // from the first replay on
       continue;
     }
     samples += x.size(0);
@@ -350,6 +361,11 @@ int main(int argc, char** argv) {
   if (compiled_step && interop_report && compiled_step->pass_report() != nullptr)
     std::fprintf(stderr, "%s",
                  compiled_step->pass_report()->interop.report(*compiled_step->graph()).c_str());
+  if (compiled_step && profile && compiled_step->executor() != nullptr)
+    std::fprintf(
+        stderr, "%s",
+        graph::profile_report(*compiled_step->graph(), compiled_step->executor()->profile())
+            .c_str());
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());

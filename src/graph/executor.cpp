@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <limits>
 
 #include "athanor/core/allocator.h"
@@ -261,7 +262,13 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
       gradient_ready_(p);
     }
   };
+  // Profiled only by the run that owns the stats (a concurrent one would race on them).
+  const bool profiled = profiling_ && exclusive;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point run_start = profiled ? Clock::now() : Clock::time_point{};
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    const Clock::time_point node_start = profiled ? Clock::now() : Clock::time_point{};
+    const std::size_t first = k;
     if (runs_with_next_[k]) {
       run_pair(k, slot, use_arena, stats);
       gradients_final_after(k);
@@ -269,6 +276,10 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
       ++k;
     } else {
       run_node(k, slot, inputs, use_arena, stats);
+    }
+    if (profiled) {
+      profile_.seconds[first] += std::chrono::duration<double>(Clock::now() - node_start).count();
+      profile_.paired[first] = first != k;
     }
     gradients_final_after(k);
     for (ValueId dead : release_after_[k]) slot[static_cast<std::size_t>(dead)] = Tensor();
@@ -280,7 +291,20 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> arguments) const {
   results.reserve(g.outputs.size());
   for (ValueId o : g.outputs) results.push_back(slot[static_cast<std::size_t>(o)]);
   if (exclusive) last_run_ = stats;
+  if (profiled) {
+    ++profile_.runs;
+    profile_.run_seconds += std::chrono::duration<double>(Clock::now() - run_start).count();
+  }
   return results;
+}
+
+void Executor::set_profiling(bool on) const {
+  profiling_ = on;
+  if (on) {
+    profile_ = NodeProfile{};
+    profile_.seconds.assign(graph_.nodes.size(), 0.0);
+    profile_.paired.assign(graph_.nodes.size(), false);
+  }
 }
 
 }  // namespace ath::graph

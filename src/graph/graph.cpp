@@ -145,6 +145,32 @@ std::vector<ValueId> Graph::add_node_erased(const OpDef& op, std::shared_ptr<con
   return nodes.back().outputs;
 }
 
+std::string Graph::node_text(int32_t k) const {
+  const Node& n = nodes.at(static_cast<std::size_t>(k));
+  std::vector<ValueId> defined = n.outputs;
+  for (const auto& w : n.writes) defined.push_back(w.second);
+  std::string s;
+  if (!defined.empty()) s += join_ids(defined) + " = ";
+  s += fmt::format("{}{}({})", n.op->name, n.write == WriteKind::IntoSelf ? "_" : "",
+                   join_ids(n.inputs));
+  std::string types;
+  for (ValueId d : defined) {
+    types += fmt::format("{}{}", types.empty() ? " " : ", ",
+                         type_string(value(d).meta, value(d).strides));
+  }
+  s += types;
+  if (n.write == WriteKind::Inputs) {
+    s += " writes";
+    for (const auto& [from, to] : n.writes) s += fmt::format(" %{}->%{}", from, to);
+  }
+  if (n.attr_source) s += " [attrs read at replay]";
+  if (n.op == &op_fused_pointwise()) {
+    const auto* attrs = static_cast<const FusedPointwiseAttrs*>(n.attrs.get());
+    s += " {" + PointwiseProgram::decode(attrs->code).to_string() + "}";
+  }
+  return s;
+}
+
 std::string Graph::to_text() const {
   std::string s = "graph(";
   bool first = true;
@@ -157,30 +183,8 @@ std::string Graph::to_text() const {
     first = false;
   }
   s += ")\n";
-  for (const Node& n : nodes) {
-    std::vector<ValueId> defined = n.outputs;
-    for (const auto& w : n.writes) defined.push_back(w.second);
-    s += "  ";
-    if (!defined.empty()) s += join_ids(defined) + " = ";
-    s += fmt::format("{}{}({})", n.op->name, n.write == WriteKind::IntoSelf ? "_" : "",
-                     join_ids(n.inputs));
-    std::string types;
-    for (ValueId d : defined) {
-      types += fmt::format("{}{}", types.empty() ? " " : ", ",
-                           type_string(value(d).meta, value(d).strides));
-    }
-    s += types;
-    if (n.write == WriteKind::Inputs) {
-      s += " writes";
-      for (const auto& [from, to] : n.writes) s += fmt::format(" %{}->%{}", from, to);
-    }
-    if (n.attr_source) s += " [attrs read at replay]";
-    if (n.op == &op_fused_pointwise()) {
-      const auto* attrs = static_cast<const FusedPointwiseAttrs*>(n.attrs.get());
-      s += " {" + PointwiseProgram::decode(attrs->code).to_string() + "}";
-    }
-    s += "\n";
-  }
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    s += "  " + node_text(static_cast<int32_t>(k)) + "\n";
   s += "  return (" + join_ids(outputs) + ")\n";
   for (const GradBinding& g : grads) s += fmt::format("  grad state{} = %{}\n", g.state, g.grad);
   return s;

@@ -46,6 +46,7 @@
 
 #include "athanor/graph/graph.h"
 #include "athanor/graph/memory_plan.h"
+#include "athanor/graph/profile.h"
 
 namespace ath::graph {
 
@@ -83,6 +84,11 @@ class Executor {
   // a no-op while a run holds it.
   void release_arena() const;
 
+  // Per-node timing (graph/profile.h), accumulated over the runs made while it is on; turning
+  // it on starts a new profile. Const like the arena: it observes runs, it does not change them.
+  void set_profiling(bool on) const;
+  const NodeProfile& profile() const { return profile_; }
+
  private:
   // A planned output: which of its node's outputs, where in the arena, and the storage over
   // that slice (made once, when the arena is allocated; each run views it anew).
@@ -116,6 +122,8 @@ class Executor {
   mutable Tensor arena_;
   mutable std::atomic<bool> arena_busy_{false};
   mutable RunStats last_run_;
+  mutable bool profiling_ = false;
+  mutable NodeProfile profile_;
 };
 
 }  // namespace ath::graph

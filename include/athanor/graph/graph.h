@@ -115,6 +115,8 @@ class Graph {
   // One line per node: `%12 = add(%3, %11) f32[64,128]`; in-place writes as
   // `%7 = add_(%4, %6) f32[3]` with `%7 = new version of %4`; inputs and outputs first and last.
   std::string to_text() const;
+  // Node k's line of to_text(), without the indent.
+  std::string node_text(int32_t k) const;
   // Graphviz: nodes as boxes, values as edges labelled with their type.
   std::string to_dot() const;
 

@@ -1,0 +1,68 @@
+// Executor profiling: per-node times accumulate over the runs made while it is on, pairs are
+// charged to their first node, and the report names the ops and nodes that took the time.
+#include <gtest/gtest.h>
+
+#include "athanor/athanor.h"
+#include "athanor/graph/executor.h"
+#include "athanor/graph/profile.h"
+
+namespace ath::graph {
+namespace {
+
+TEST(Profile, AccumulatesPerNodeOverTheProfiledRunsOnly) {
+  // A 256^3 product dwarfs an exp of 8 values: the report must rank it first.
+  Graph g;
+  const ValueId a = g.add_argument({{256, 256}, kFloat32});
+  const ValueId s = g.add_argument({{8}, kFloat32});
+  const ValueId m = g.add_node(op_mm(), NoAttrs{}, {a, a})[0];
+  const ValueId e = g.add_node(op_exp(), NoAttrs{}, {s})[0];
+  g.outputs = {m, e};
+  Executor exec(g);
+  const Tensor x = randn({256, 256}), y = randn({8});
+  exec.run({x, y});  // not profiled
+  EXPECT_EQ(exec.profile().runs, 0);
+  exec.set_profiling(true);
+  for (int i = 0; i < 4; ++i) exec.run({x, y});
+  exec.set_profiling(false);
+  exec.run({x, y});  // not profiled either
+  const NodeProfile& p = exec.profile();
+  EXPECT_EQ(p.runs, 4);
+  ASSERT_EQ(p.seconds.size(), 2u);
+  EXPECT_GT(p.seconds[0], p.seconds[1]);
+  EXPECT_GT(p.seconds[1], 0.0);
+  EXPECT_GE(p.run_seconds, p.seconds[0] + p.seconds[1]);
+  EXPECT_FALSE(p.paired[0]);
+
+  const std::string report = profile_report(g, p, 1);
+  EXPECT_NE(report.find("4 runs"), std::string::npos) << report;
+  EXPECT_LT(report.find("mm "), report.find("exp "));  // ranked by time
+  EXPECT_NE(report.find("the 1 costliest nodes"), std::string::npos) << report;
+  EXPECT_NE(report.find("[0] %2 = mm(%0, %0) f32[256,256]"), std::string::npos) << report;
+
+  // Turning it on again starts a new profile.
+  exec.set_profiling(true);
+  EXPECT_EQ(exec.profile().runs, 0);
+  EXPECT_EQ(exec.profile().seconds[0], 0.0);
+  EXPECT_EQ(profile_report(g, exec.profile()), "profile: no profiled runs\n");
+}
+
+TEST(Profile, APairIsOneIntervalChargedToItsFirstNode) {
+  Graph g;
+  const ValueId x = g.add_argument({{64, 64}, kFloat32});
+  const ValueId m = g.add_node(op_mm(), NoAttrs{}, {x, x})[0];
+  const ValueId e = g.add_node(op_exp(), NoAttrs{}, {x})[0];
+  g.outputs = {m, e};
+  const std::vector<int32_t> pairs{0};
+  Executor exec(g, pairs);
+  exec.set_profiling(true);
+  const Tensor in = randn({64, 64});
+  exec.run({in});
+  const NodeProfile& p = exec.profile();
+  EXPECT_TRUE(p.paired[0]);
+  EXPECT_GT(p.seconds[0], 0.0);
+  EXPECT_EQ(p.seconds[1], 0.0);
+  EXPECT_NE(profile_report(g, p).find("mm (pair)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ath::graph
