@@ -127,5 +127,26 @@ TEST(Attention, BadInputNamesTheFunction) {
   }
 }
 
+// merge_heads reads a part whose head dimension is strided (a transposed matrix-product result,
+// as in the backward) in tiles of up to 16 rows: lengths that leave short tiles, both layouts,
+// and float64, against the same merge from contiguous copies.
+TEST(MergeHeads, TransposedPartsInTilesEqualTheContiguousMerge) {
+  for (const bool batch_first : {true, false}) {
+    for (const int64_t len : {1, 16, 37}) {
+      for (const DType dtype : {kFloat32, kFloat64}) {
+        // Parts [B, heads, L, d] as transposes of [B, heads, d, L].
+        std::vector<Tensor> parts, dense;
+        for (int p = 0; p < 3; ++p) {
+          parts.push_back(randn({3, 2, 5, len}).to(dtype).transpose(2, 3));
+          dense.push_back(parts.back().contiguous());
+        }
+        ASSERT_EQ(parts[0].stride(2), 1);
+        const Tensor got = merge_heads(parts, batch_first), want = merge_heads(dense, batch_first);
+        EXPECT_TRUE(equal(got, want)) << "batch_first " << batch_first << " len " << len;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ath

@@ -62,29 +62,47 @@ void split_heads_kernel(TensorSpan in, std::span<Tensor> out, const HeadsAttrs& 
 
 // Parts are read in place with their own strides: in a backward pass they are often transposed
 // views (a matrix product's gradient computed as (g^T a)^T), which a dense copy first would
-// transpose once more for nothing.
+// transpose once more for nothing. A part whose head dimension is strided is read in tiles of up
+// to kTileRows consecutive rows: per element of the head dimension, the tile's rows are one
+// contiguous run of the part (its position or batch axis has stride 1 in such a view), written
+// down a column of the tile, which stays in L1. Element by element, each read took a cache line
+// of its own (W4's backward merge: 143 us for 1 MB).
 template <class T>
 void merge_heads_kernel(TensorSpan in, std::span<Tensor> out, const HeadsAttrs& a) {
+  constexpr int64_t kTileRows = 16;
   const int64_t n = static_cast<int64_t>(in.size());
   const T* parts[3] = {};
   for (int64_t p = 0; p < n; ++p) parts[p] = static_cast<const T*>(in[p].data_ptr());
   const HeadsLayout l = layout(out[0], a, n);
   T* op = static_cast<T*>(out[0].data_ptr());
-  for_rows(l, [&](int64_t r) {
-    T* row = op + r * l.width;
-    const int64_t i0 = r / l.d1, i1 = r % l.d1;
-    const int64_t b = l.batch_first ? i0 : i1, pos = l.batch_first ? i1 : i0;
-    for (int64_t p = 0; p < l.parts; ++p) {
-      const Strides& st = in[p].strides();
-      for (int64_t h = 0; h < l.heads; ++h) {
-        const T* src = parts[p] + b * st[0] + h * st[1] + pos * st[2];
-        T* dst = row + (p * l.heads + h) * l.d;
-        if (st[3] == 1) {
-          std::copy_n(src, l.d, dst);
-        } else {
-          for (int64_t j = 0; j < l.d; ++j) dst[j] = src[j * st[3]];
+  if (l.d0 * l.d1 * l.width == 0) return;
+  const int64_t grain = std::max<int64_t>(kTileRows, kPointwiseGrain / l.width);
+  parallel_for(0, l.d0 * l.d1, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end;) {
+      const int64_t i0 = r / l.d1, i1 = r % l.d1;
+      // Rows r .. r + rows share i0; along them i1 (the position when batch-first, else the
+      // batch index) steps by one.
+      const int64_t rows = std::min({kTileRows, end - r, l.d1 - i1});
+      const int64_t b = l.batch_first ? i0 : i1, pos = l.batch_first ? i1 : i0;
+      T* tile = op + r * l.width;
+      for (int64_t p = 0; p < l.parts; ++p) {
+        const Strides& st = in[p].strides();
+        const int64_t row_step = l.batch_first ? st[2] : st[0];
+        for (int64_t h = 0; h < l.heads; ++h) {
+          const T* src = parts[p] + b * st[0] + h * st[1] + pos * st[2];
+          T* dst = tile + (p * l.heads + h) * l.d;
+          if (st[3] == 1) {
+            for (int64_t i = 0; i < rows; ++i)
+              std::copy_n(src + i * row_step, l.d, dst + i * l.width);
+          } else {
+            for (int64_t j = 0; j < l.d; ++j) {
+              const T* column = src + j * st[3];
+              for (int64_t i = 0; i < rows; ++i) dst[i * l.width + j] = column[i * row_step];
+            }
+          }
         }
       }
+      r += rows;
     }
   });
 }
