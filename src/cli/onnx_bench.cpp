@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <numeric>
 
 #include "athanor/core/error.h"
 #include "athanor/core/parallel.h"
 #include "athanor/core/rng.h"
+#include "athanor/graph/executor.h"
+#include "athanor/graph/profile.h"
 #include "athanor/onnx/session.h"
 #include "athanor/ops/copy.h"
 #include "athanor/ops/creation.h"
@@ -35,6 +38,8 @@ double percentile(const std::vector<double>& sorted, double p) {
 void check_options(const OnnxBenchOptions& o) {
   ATH_CHECK(o.batch >= 1, ValueError, "--batch must be at least 1, got {}", o.batch);
   ATH_CHECK(o.warmup >= 0, ValueError, "--warmup must be non-negative, got {}", o.warmup);
+  ATH_CHECK(o.profile_runs >= 0, ValueError, "--profile must be non-negative, got {}",
+            o.profile_runs);
   ATH_CHECK(o.duration.has_value() || o.iterations >= 1, ValueError,
             "--iterations must be at least 1, got {}", o.iterations);
   ATH_CHECK(!o.duration.has_value() || *o.duration > 0, ValueError,
@@ -164,6 +169,7 @@ void print_report(const nlohmann::json& r, std::ostream& out) {
                        r["plan_graphs_loaded"].get<int64_t>(), r["plan_writes"].get<int64_t>());
   }
   for (const auto& d : r["diagnostics"]) out << "note: " << d.get<std::string>() << "\n";
+  out << r["profile_text"].get<std::string>();
 }
 
 }  // namespace
@@ -196,6 +202,34 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
       break;
   }
   const double duration_s = ms_between(timed_start, Clock::now()) / 1000.0;
+  // Profiled runs come after the timed ones, so the clock reads around each node never count.
+  std::string profile_text;
+  nlohmann::json profile = nlohmann::json::array();
+  if (o.profile_runs > 0) {
+    const graph::Executor* exec = session.last_executor();
+    ATH_CHECK(exec != nullptr, ValueError,
+              "--profile: the model's runs {}, so there is no one graph to profile",
+              session.last_graph() == nullptr ? "run eagerly"
+                                              : "run as batch-parallel streams "
+                                                "(--batch-parallel off profiles "
+                                                "the whole batch)");
+    exec->set_profiling(true);
+    for (int64_t i = 0; i < o.profile_runs; ++i) (void)session.run(in.named);
+    exec->set_profiling(false);
+    const graph::NodeProfile& p = exec->profile();
+    profile_text = graph::profile_report(*session.last_graph(), p);
+    std::map<std::string, std::pair<double, int>> by_op;
+    for (std::size_t k = 0; k < p.seconds.size(); ++k) {
+      auto& [seconds, nodes] = by_op[session.last_graph()->nodes[k].op->name];
+      seconds += p.seconds[k];
+      ++nodes;
+    }
+    for (const auto& [op, t] : by_op) {
+      profile.push_back({{"op", op},
+                         {"us_per_run", t.first / static_cast<double>(p.runs) * 1e6},
+                         {"nodes", t.second}});
+    }
+  }
 
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
@@ -231,7 +265,9 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
           {"stream_runs", stats.stream_runs},
           {"plan_graphs_loaded", stats.plan_graphs_loaded},
           {"plan_writes", stats.plan_writes},
-          {"diagnostics", diagnostics}};
+          {"diagnostics", diagnostics},
+          {"profile", profile},
+          {"profile_text", profile_text}};
 }
 
 int onnx_bench_command(const OnnxBenchOptions& options, std::ostream& out, std::ostream& err) {

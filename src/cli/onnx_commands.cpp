@@ -59,6 +59,11 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->type_name("SECONDS");
   c.bench->add_option("--seed", b.seed, "Seed of the random inputs")->capture_default_str();
   c.bench->add_flag("--json", b.json, "Print one JSON object instead of the report");
+  c.bench
+      ->add_option("--profile", b.profile_runs,
+                   "After the timed runs, N more with every node timed: time per op and the "
+                   "costliest nodes")
+      ->type_name("N");
   add_session_options(*c.bench, b.threads, b.plan, b.batch_parallel);
   c.bench->footer(
       "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "

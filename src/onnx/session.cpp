@@ -318,6 +318,7 @@ std::vector<Tensor> InferenceSession::run(
   if (entry != nullptr && !entry->eager()) {
     ++stats_.replays;
     last_graph_ = &entry->saved.graph;
+    last_executor_ = entry->streams ? nullptr : entry->executor.get();
     if (entry->streams) ++stats_.stream_runs;
     std::vector<Tensor> outs =
         entry->streams ? entry->streams->run(args) : entry->executor->run(args);
@@ -329,6 +330,7 @@ std::vector<Tensor> InferenceSession::run(
   if (entry != nullptr) {
     ++stats_.eager_runs;
     last_graph_ = nullptr;
+    last_executor_ = nullptr;
     return detail::run_nodes(*model_, inputs);
   }
   // 3. A new key: run eagerly under the tracer, then optimize and plan what it recorded.
@@ -346,10 +348,12 @@ std::vector<Tensor> InferenceSession::run(
     }
     if (options_.batch_parallel != BatchParallel::Off) add_streams(*compiled, inputs, args);
     last_graph_ = &g;
+    last_executor_ = compiled->streams ? nullptr : compiled->executor.get();
   } else {
     compiled->saved.eager = failure;
     compiled->saved.graph = {};
     last_graph_ = nullptr;
+    last_executor_ = nullptr;
     stats_.diagnostics.push_back(
         fmt::format("{}: running eagerly for inputs {}: {}", file, "(this shape)", failure));
   }

@@ -64,6 +64,50 @@ TEST(OnnxCli, BatchFillsSymbolicFirstDimensions) {
   EXPECT_TRUE(allclose(read_npy(dir.file("y.npy")), matmul(x, w)));
 }
 
+// --profile: more runs after the timed ones with every node timed; the report names the ops,
+// the JSON lists them with their time per run.
+TEST(OnnxCli, ProfileReportsTimePerOp) {
+  ModelBuilder m(13);
+  m.input("x", kF, {"N", 64});
+  m.initializer("w", randn({64, 64}));
+  m.node("MatMul", {"x", "w"}, {"h"});
+  m.node("Relu", {"h"}, {"y"});
+  m.output("y", kF);
+  const std::string model = m.save("cli_profile");
+  const cli::OnnxBenchOptions o{.model = model,
+                                .batch = 4,
+                                .warmup = 1,
+                                .iterations = 2,
+                                .json = true,
+                                .batch_parallel = "off",
+                                .profile_runs = 5};
+  const Result r = bench(o);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["profile"].empty());
+  int nodes = 0;
+  for (const auto& op : j["profile"]) {
+    EXPECT_GE(op["us_per_run"].get<double>(), 0.0);
+    nodes += op["nodes"].get<int>();
+  }
+  EXPECT_GE(nodes, 1);
+  EXPECT_EQ(j["runs"], 1 + 1 + 2 + 5);  // first, warmup, timed, profiled
+  EXPECT_NE(j["profile_text"].get<std::string>().find("5 runs"), std::string::npos);
+
+  cli::OnnxBenchOptions text = o;
+  text.json = false;
+  const Result report = bench(text);
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(report.out.find("costliest nodes"), std::string::npos) << report.out;
+
+  // Streams have no one graph to profile: refused with the option to use.
+  cli::OnnxBenchOptions streams = o;
+  streams.batch_parallel = "on";
+  const Result refused = bench(streams);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("--batch-parallel off"), std::string::npos) << refused.err;
+}
+
 TEST(OnnxCli, OtherSymbolicDimensionsNeedAShape) {
   ModelBuilder m(13);
   m.input("tokens", kF, {"N", "S"});

@@ -5,6 +5,7 @@
 //   // $ athanor bench bert.onnx --shape input_ids=1x128 --input input_ids=ids.npy --json
 //   // $ athanor bench model.onnx --duration 10            # measure for 10 s instead
 //   // $ athanor bench model.onnx --plan model.plan        # first_run_ms from a saved plan
+//   // $ athanor bench model.onnx --profile 1000           # + where each run's time goes
 //
 // What it does: loads the model and runs it once (first_run_ms: session construction through
 // the first run() — load, trace, optimize, plan, first execution), runs --warmup more times
@@ -54,6 +55,10 @@ struct OnnxBenchOptions {
   bool json = false;                    // one JSON object on out instead of the report
   std::string plan;                     // a saved plan (SessionOptions::plan_path); empty: none
   std::string batch_parallel = "auto";  // SessionOptions::batch_parallel: off, auto or on
+  // After the timed runs, this many more with every node timed (graph/profile.h): the report
+  // adds the time per op and the costliest nodes, the JSON a "profile" array of
+  // {op, us_per_run, nodes}. Not with batch-parallel streams (each has its own graph).
+  int64_t profile_runs = 0;
 };
 
 // Runs the benchmark and returns its figures as one JSON object: p50_ms p90_ms p99_ms min_ms

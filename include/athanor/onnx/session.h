@@ -38,7 +38,8 @@
 
 namespace ath::graph {
 class Graph;
-}
+class Executor;
+}  // namespace ath::graph
 
 namespace ath::onnx {
 
@@ -122,6 +123,9 @@ class InferenceSession {
   const SessionStats& stats() const { return stats_; }
   // The optimized graph the last run replayed or built; null after an eager run or before any.
   const graph::Graph* last_graph() const { return last_graph_; }
+  // The executor of that graph (its per-node profile: Executor::set_profiling); null likewise,
+  // and when the key runs as batch-parallel streams (each stream has its own).
+  const graph::Executor* last_executor() const { return last_executor_; }
 
  private:
   struct Compiled;
@@ -145,6 +149,7 @@ class InferenceSession {
   SessionStats stats_;
   std::string plan_header_;  // JSON: what a saved plan must have been made for (empty: no plan)
   const graph::Graph* last_graph_ = nullptr;
+  const graph::Executor* last_executor_ = nullptr;
 };
 
 // The names of the ONNX ops the importer supports (default domain), sorted.
