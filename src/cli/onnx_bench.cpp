@@ -179,6 +179,7 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
   const Clock::time_point load_start = Clock::now();
   onnx::InferenceSession session(
       o.model, {.threads = o.threads,
+                .disable_passes = o.disable_passes,
                 .plan_path = o.plan,
                 .batch_parallel = detail::parse_batch_parallel(o.batch_parallel)});
   const Clock::time_point load_end = Clock::now();

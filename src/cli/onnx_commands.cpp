@@ -6,7 +6,7 @@ namespace {
 
 // The InferenceSession options `athanor run` and `athanor bench` share.
 void add_session_options(CLI::App& cmd, int& threads, std::string& plan,
-                         std::string& batch_parallel) {
+                         std::string& batch_parallel, std::vector<std::string>& disable_passes) {
   cmd.add_option("--threads", threads, "Intra-op threads (0: the machine's cores)")
       ->capture_default_str();
   cmd.add_option("--plan", plan,
@@ -16,6 +16,10 @@ void add_session_options(CLI::App& cmd, int& threads, std::string& plan,
                  "Batch-parallel streams (SessionOptions::batch_parallel)")
       ->check(CLI::IsMember({"off", "auto", "on"}))
       ->capture_default_str();
+  cmd.add_option("--disable-pass", disable_passes,
+                 "Skip an optimization pass by name (repeatable; docs/onnx.md lists them)")
+      ->allow_extra_args(false)
+      ->type_name("NAME");
 }
 
 }  // namespace
@@ -36,7 +40,7 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
       ->type_name("NAME=FILE");
   c.run->add_option("--output-dir", r.output_dir, "Write every output as DIR/<name>.npy")
       ->type_name("DIR");
-  add_session_options(*c.run, r.threads, r.plan, r.batch_parallel);
+  add_session_options(*c.run, r.threads, r.plan, r.batch_parallel, r.disable_passes);
   c.run->footer("\nExample: athanor run model.onnx --input image=x.npy --output y.npy");
 
   c.bench = app.add_subcommand("bench", "Measure an ONNX model's latency and throughput");
@@ -64,7 +68,7 @@ void add_onnx_commands(CLI::App& app, OnnxCommands& c) {
                    "After the timed runs, N more with every node timed: time per op and the "
                    "costliest nodes")
       ->type_name("N");
-  add_session_options(*c.bench, b.threads, b.plan, b.batch_parallel);
+  add_session_options(*c.bench, b.threads, b.plan, b.batch_parallel, b.disable_passes);
   c.bench->footer(
       "\nRandom inputs: floats N(0, 1), integers in [0, 8), bools fair coins; feed index or "
       "shape inputs from files with --input NAME=FILE.npy.\nExample: athanor bench model.onnx "

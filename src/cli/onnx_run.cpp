@@ -66,6 +66,7 @@ std::vector<std::string> output_files(const OnnxRunOptions& o,
 int run(const OnnxRunOptions& o, std::ostream& out) {
   onnx::InferenceSession session(
       o.model, {.threads = o.threads,
+                .disable_passes = o.disable_passes,
                 .plan_path = o.plan,
                 .batch_parallel = detail::parse_batch_parallel(o.batch_parallel)});
   const std::vector<std::string> files = output_files(o, session.outputs());

@@ -25,8 +25,8 @@ bool contiguous(const Value& v) {
 bool row_wise(const Node& n, const Graph& g) {
   const std::string_view name = n.op->name;
   if (name == "conv_blocked" || name == "pool_blocked" || name == "to_blocked" ||
-      name == "from_blocked" || name == "linear_packed" || name == "linear" ||
-      name == "linear_relu")
+      name == "from_blocked" || name == "conv_relu_max_pool" || name == "linear_packed" ||
+      name == "linear" || name == "linear_relu")
     return true;
   const auto rank = static_cast<int64_t>(g.value(n.inputs[0]).meta.shape.size());
   if (name == "layer_norm") {

@@ -100,6 +100,18 @@ TEST(OnnxCli, ProfileReportsTimePerOp) {
   ASSERT_EQ(report.status, 0) << report.err;
   EXPECT_NE(report.out.find("costliest nodes"), std::string::npos) << report.out;
 
+  // --disable-pass: the pass's node is gone from the profiled graph; an unknown name is refused.
+  cli::OnnxBenchOptions plain = o;
+  plain.disable_passes = {"pack_linear"};
+  const Result unpacked = bench(plain);
+  ASSERT_EQ(unpacked.status, 0) << unpacked.err;
+  EXPECT_NE(r.out.find("linear_packed"), std::string::npos);
+  EXPECT_EQ(unpacked.out.find("linear_packed"), std::string::npos) << unpacked.out;
+  plain.disable_passes = {"no_such_pass"};
+  const Result unknown = bench(plain);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("no pass named 'no_such_pass'"), std::string::npos) << unknown.err;
+
   // Streams have no one graph to profile: refused with the option to use.
   cli::OnnxBenchOptions streams = o;
   streams.batch_parallel = "on";

@@ -43,18 +43,19 @@
 namespace ath::cli {
 
 struct OnnxBenchOptions {
-  std::string model;                    // the .onnx file
-  std::vector<std::string> inputs;      // "NAME=FILE.npy" (or "FILE.npy" for a one-input model)
-  std::vector<std::string> shapes;      // "NAME=1x3x224x224"
-  int64_t batch = 1;                    // every symbolic first dimension
-  int64_t warmup = 10;                  // untimed runs after the first
-  int64_t iterations = 100;             // timed runs (ignored when duration is set)
-  std::optional<double> duration;       // seconds: time runs until this much has passed
-  int threads = 0;                      // intra-op threads; 0: the machine's (OpenMP's default)
-  uint64_t seed = 0;                    // of the random inputs
-  bool json = false;                    // one JSON object on out instead of the report
-  std::string plan;                     // a saved plan (SessionOptions::plan_path); empty: none
-  std::string batch_parallel = "auto";  // SessionOptions::batch_parallel: off, auto or on
+  std::string model;                        // the .onnx file
+  std::vector<std::string> inputs;          // "NAME=FILE.npy" (or "FILE.npy" for a one-input model)
+  std::vector<std::string> shapes;          // "NAME=1x3x224x224"
+  int64_t batch = 1;                        // every symbolic first dimension
+  int64_t warmup = 10;                      // untimed runs after the first
+  int64_t iterations = 100;                 // timed runs (ignored when duration is set)
+  std::optional<double> duration;           // seconds: time runs until this much has passed
+  int threads = 0;                          // intra-op threads; 0: the machine's (OpenMP's default)
+  uint64_t seed = 0;                        // of the random inputs
+  bool json = false;                        // one JSON object on out instead of the report
+  std::string plan;                         // a saved plan (SessionOptions::plan_path); empty: none
+  std::string batch_parallel = "auto";      // SessionOptions::batch_parallel: off, auto or on
+  std::vector<std::string> disable_passes;  // SessionOptions::disable_passes (by pass name)
   // After the timed runs, this many more with every node timed (graph/profile.h): the report
   // adds the time per op and the costliest nodes, the JSON a "profile" array of
   // {op, us_per_run, nodes}. Not with batch-parallel streams (each has its own graph).

@@ -33,13 +33,14 @@
 namespace ath::cli {
 
 struct OnnxRunOptions {
-  std::string model;                    // the .onnx file
-  std::vector<std::string> inputs;      // "NAME=FILE.npy", or "FILE.npy" for a one-input model
-  std::vector<std::string> outputs;     // "NAME=FILE.npy", or "FILE.npy" for a one-output model
-  std::string output_dir;               // non-empty: every output as <dir>/<name>.npy
-  int threads = 0;                      // intra-op threads; 0: the machine's (OpenMP's default)
-  std::string plan;                     // a saved plan (SessionOptions::plan_path); empty: none
-  std::string batch_parallel = "auto";  // SessionOptions::batch_parallel: off, auto or on
+  std::string model;                        // the .onnx file
+  std::vector<std::string> inputs;          // "NAME=FILE.npy", or "FILE.npy" for a one-input model
+  std::vector<std::string> outputs;         // "NAME=FILE.npy", or "FILE.npy" for a one-output model
+  std::string output_dir;                   // non-empty: every output as <dir>/<name>.npy
+  int threads = 0;                          // intra-op threads; 0: the machine's (OpenMP's default)
+  std::string plan;                         // a saved plan (SessionOptions::plan_path); empty: none
+  std::string batch_parallel = "auto";      // SessionOptions::batch_parallel: off, auto or on
+  std::vector<std::string> disable_passes;  // SessionOptions::disable_passes (by pass name)
 };
 
 // Loads, runs and writes; returns the exit status. A missing or malformed model, input file or

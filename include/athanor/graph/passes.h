@@ -53,6 +53,10 @@
 // | epilogue      | a linear or forward convolution read only by a relu becomes            |
 // |               | linear_relu / convolution_relu: oneDNN applies the ReLU as it writes   |
 // |               | the output (a post-op), and the pre-activation is never stored         |
+// | conv_pool     | inference only: a convolution_relu with at most 4 input channels (a     |
+// |               | network's first layer) read only by a non-overlapping max pool whose   |
+// |               | indices nobody reads becomes one conv_relu_max_pool (ops/conv_pool.h): |
+// |               | the convolution's output is never stored. Within a few ulp            |
 // | blocked_      | inference only (PassOptions::inference): float32 convolutions become     |
 // |   layout      | conv_blocked on oneDNN's channel-blocked layout with weights packed once; |
 // |               | conv -> add -> relu becomes one node (sum + relu post-ops); max and       |
@@ -114,6 +118,7 @@ int fuse_log_softmax_nll(Graph& g);
 int fuse_epilogues(Graph& g);
 // Inference only (PassOptions::inference): see the table above.
 int fold_batch_norms(Graph& g);
+int fuse_conv_pools(Graph& g);
 int convert_to_blocked_layout(Graph& g);
 int pack_linears(Graph& g);
 int fuse_pool_masks(Graph& g);

@@ -7,6 +7,7 @@
 //   conv(x, w, b) [-> relu]                 -> conv_blocked(xb, pack(w), b) {relu}
 //   relu(add(conv(x, w, b), r))             -> conv_blocked(xb, pack(w), b, rb) {sum, relu}
 //   max_pool2d(y) (indices unread)          -> pool_blocked(yb) {max}
+//   conv_relu_max_pool(x, w, b)             -> conv_relu_max_pool(x, w, b) {writes the layout}
 //   mean(y, dims {2, 3}, keepdim)           -> pool_blocked(yb) {average over H x W}
 //   linear(flatten(y), W)                   -> linear(flatten(yb), W's columns in yb's order)
 //
@@ -23,6 +24,7 @@
 #include "athanor/ops/activations.h"
 #include "athanor/ops/conv.h"
 #include "athanor/ops/conv_blocked.h"
+#include "athanor/ops/conv_pool.h"
 #include "athanor/ops/epilogue.h"
 #include "athanor/ops/linalg.h"
 #include "athanor/ops/pointwise.h"
@@ -85,6 +87,7 @@ class BlockedLayout {
         continue;
       }
       if (try_pool(n)) continue;
+      if (try_conv_pool(n)) continue;
       if (try_flatten_into_linear(old, k)) continue;
       for (ValueId& in : n.inputs) in = plain_of(in);
       for (auto& w : n.writes) w.first = plain_of(w.first);
@@ -276,6 +279,21 @@ class BlockedLayout {
     }
     set_blocked(n.outputs[0], emit(op_pool_blocked(), op_pool_blocked().clone_attrs(&p),
                                    {blocked_[static_cast<std::size_t>(x)]}));
+    return true;
+  }
+
+  // conv_relu_max_pool (the conv_pool pass) writes the layout itself: its input stays plain (a
+  // first layer's image), its output goes straight into the layout the next convolution reads.
+  bool try_conv_pool(const Node& n) {
+    if (n.op != &op_conv_relu_max_pool() || n.write != WriteKind::None || n.attr_source)
+      return false;
+    ConvPoolAttrs a = *static_cast<const ConvPoolAttrs*>(n.attrs.get());
+    if (a.dst_layout != ActivationLayout::Nchw || !is_f32_4d(g_.value(n.outputs[0]))) return false;
+    a.dst_layout = layout_;
+    std::vector<ValueId> in = n.inputs;
+    for (ValueId& v : in) v = plain_of(v);
+    set_blocked(n.outputs[0],
+                emit(op_conv_relu_max_pool(), op_conv_relu_max_pool().clone_attrs(&a), in));
     return true;
   }
 

@@ -36,6 +36,7 @@ const std::vector<NamedPass>& passes() {
       {"log_softmax_nll", fuse_log_softmax_nll},
       {"bn_fold", fold_batch_norms, true},
       {"epilogue", fuse_epilogues},
+      {"conv_pool", fuse_conv_pools, true},
       {"blocked_layout", convert_to_blocked_layout, true},
       {"pack_linear", pack_linears, true},
       {"pool_mask", fuse_pool_masks},

@@ -1,0 +1,52 @@
+// A first convolution (few input channels) with its ReLU and the max pooling after it, as one
+// inference kernel: relu(conv2d(x, w, b)) followed by a max pool whose windows do not overlap
+// (kernel == stride, no padding), written straight into the activation layout the next layer
+// reads (conv_blocked.h). The inference runtime's "conv_pool" pass (graph/passes.h) makes it.
+//
+//   #include "athanor/ops/conv_pool.h"
+//   Tensor x = randn({1, 1, 28, 28}), w = randn({32, 1, 3, 3}), b = randn({32});
+//   ConvPoolAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}}, .pool = {2, 2},
+//                   .dst_layout = ActivationLayout::Blocked16};
+//   Tensor y = conv_relu_max_pool(x, w, b, a);                 // [1, 2, 14, 14, 16]
+//   Tensor want = max_pool2d(relu(conv2d(x, w, b, {.padding = 1})), {.kernel = {2, 2}});
+//   assert(allclose(from_blocked(y, a.dst_layout, 32), want, {.rtol = 1e-5, .atol = 1e-5}));
+//
+// Why: a network's first layer reads an image of 1 or 3 channels. oneDNN's first-layer kernels
+// do little work per call (W2's 1->32 3x3 convolution is 0.45 MFLOP at batch 1) and the pool
+// after it is a primitive call and a parallel region of its own; together they took 7 us of the
+// CNN's 30 us at batch 1. Here each thread computes a row of pooled outputs from the pool
+// window's convolution outputs kept in registers (16 output channels a vector), so the
+// convolution's output is never written and the pool costs one max per tap group.
+//
+// Contract: x is float32 NCHW [N, C, H, W] (C <= 4, the pass's rule; the kernel takes any C),
+// w [O, C, kh, kw], bias [O] (optional); groups 1, dilation 1, any stride and padding. The
+// pooled size is floor(conv_out / pool) per axis (PyTorch's floor mode; trailing rows and
+// columns of the convolution output that fill no window are not computed). The output is the
+// logical [N, O, PH, PW] in dst_layout (Nchw, Nhwc, Blocked8, Blocked16; blocked padding
+// channels are zero). Each output is max over the window of relu(sum over c, kh, kw in a fixed
+// order + bias): bits depend on neither the thread count nor the ISA. Not differentiable.
+#pragma once
+
+#include <array>
+#include <optional>
+
+#include "athanor/ops/conv.h"
+#include "athanor/ops/conv_blocked.h"
+#include "athanor/tensor/tensor.h"
+
+namespace ath {
+
+struct ConvPoolAttrs {
+  ConvAttrs conv;                     // stride and padding; groups 1, dilation 1, not transposed
+  std::array<int64_t, 2> pool{2, 2};  // the max pool's kernel, equal to its stride
+  ActivationLayout dst_layout = ActivationLayout::Nchw;
+  bool operator==(const ConvPoolAttrs&) const = default;
+};
+
+// (x, weight[, bias]) -> max_pool(relu(conv2d(x, weight, bias))) in dst_layout.
+const Op<ConvPoolAttrs>& op_conv_relu_max_pool();
+
+Tensor conv_relu_max_pool(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+                          const ConvPoolAttrs& attrs);
+
+}  // namespace ath

@@ -1,0 +1,130 @@
+// conv_relu_max_pool (ops/conv_pool.h) against relu(conv2d) -> max_pool2d in every output layout,
+// across geometries, ISA copies and thread counts, with NaN inputs and bad inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "athanor/athanor.h"
+#include "athanor/ops/conv_pool.h"
+#include "support/isa_cap.h"
+
+namespace ath {
+namespace {
+
+struct Case {
+  int64_t n, c, o, h, w, k, pad, stride;
+  std::array<int64_t, 2> pool;
+};
+
+// The unfused ops, in the layout asked for.
+Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, const Case& c,
+                 ActivationLayout layout) {
+  const Tensor y = max_pool2d(relu(conv2d(x, w, b, {.stride = c.stride, .padding = c.pad})),
+                              {.kernel = Int2(c.pool[0], c.pool[1])});
+  return layout == ActivationLayout::Nchw ? y : to_blocked(y, layout);
+}
+
+ConvPoolAttrs attrs(const Case& c, ActivationLayout layout) {
+  return {
+      .conv = {.stride = {c.stride, c.stride}, .pad_l = {c.pad, c.pad}, .pad_r = {c.pad, c.pad}},
+      .pool = c.pool,
+      .dst_layout = layout};
+}
+
+// `call` throws an E whose message names `text`.
+template <class E, class Fn>
+void expect_error(const Fn& call, const std::string& text) {
+  try {
+    call();
+    ADD_FAILURE() << "no error (expected one naming " << text << ")";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+constexpr ActivationLayout kLayouts[] = {ActivationLayout::Nchw, ActivationLayout::Nhwc,
+                                         ActivationLayout::Blocked8, ActivationLayout::Blocked16};
+
+TEST(ConvReluMaxPool, MatchesTheUnfusedOpsInEveryLayout) {
+  // W2's first layer; 3 channels, 20 outputs (a partial block), stride 2, 5x5, a 3x2 pool
+  // that leaves a row and a column over; 4 channels of 1x1 with a pool of 1.
+  const Case cases[] = {{2, 1, 32, 28, 28, 3, 1, 1, {2, 2}},
+                        {1, 3, 20, 17, 19, 5, 2, 2, {3, 2}},
+                        {3, 4, 16, 6, 5, 1, 0, 1, {1, 1}}};
+  manual_seed(3);
+  for (const Case& c : cases) {
+    const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,
+                 b = randn({c.o}) * 0.1;
+    for (const ActivationLayout layout : kLayouts) {
+      const Tensor got = conv_relu_max_pool(x, w, b, attrs(c, layout));
+      const Tensor want = reference(x, w, b, c, layout);
+      ASSERT_EQ(got.shape(), want.shape()) << static_cast<int>(layout);
+      EXPECT_TRUE(allclose(got, want, {.rtol = 1e-5, .atol = 1e-5}))
+          << "c " << c.c << " o " << c.o << " layout " << static_cast<int>(layout);
+    }
+    // Without a bias: a zero one.
+    const Tensor nb = conv_relu_max_pool(x, w, std::nullopt, attrs(c, ActivationLayout::Nchw));
+    EXPECT_TRUE(allclose(nb, reference(x, w, zeros({c.o}), c, ActivationLayout::Nchw),
+                         {.rtol = 1e-5, .atol = 1e-5}));
+  }
+}
+
+TEST(ConvReluMaxPool, SameBitsOnEveryIsaAndThreadCount) {
+  manual_seed(4);
+  const Case c{2, 3, 24, 13, 11, 3, 1, 1, {2, 2}};
+  const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, 3, 3}), b = randn({c.o});
+  const Tensor first = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Blocked16));
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    for (const int threads : {1, 2, 3}) {
+      const int saved = get_num_threads();
+      set_num_threads(threads);
+      const Tensor y = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Blocked16));
+      set_num_threads(saved);
+      EXPECT_TRUE(equal(y, first)) << cpu_isa_name(isa) << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(ConvReluMaxPool, ANanSumWinsItsWindow) {
+  const Case c{1, 1, 16, 6, 6, 3, 1, 1, {2, 2}};
+  std::vector<float> values = randn({1, 1, 6, 6}).to_vector<float>();
+  values[2 * 6 + 2] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector(values, {1, 1, 6, 6});
+  const Tensor w = randn({16, 1, 3, 3}), b = randn({16});
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    const Tensor got = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Nchw));
+    const Tensor want = reference(x, w, b, c, ActivationLayout::Nchw);
+    EXPECT_TRUE(equal(isnan(got), isnan(want))) << cpu_isa_name(isa);
+    EXPECT_GT(isnan(got).sum().item<int64_t>(), 0);
+    const Tensor finite = logical_not(isnan(want));
+    EXPECT_TRUE(allclose(masked_select(got, finite), masked_select(want, finite),
+                         {.rtol = 1e-5, .atol = 1e-5}));
+  }
+}
+
+TEST(ConvReluMaxPool, BadInputsNameWhatIsWrong) {
+  const Tensor x = randn({1, 2, 8, 8}), w = randn({16, 2, 3, 3}), b = randn({16});
+  const ConvPoolAttrs a = attrs({1, 2, 16, 8, 8, 3, 1, 1, {2, 2}}, ActivationLayout::Nchw);
+  expect_error<DTypeError>([&] { conv_relu_max_pool(x.to(kFloat64), w, b, a); }, "float32");
+  expect_error<ShapeError>(
+      [&] {
+        conv_relu_max_pool(x, randn({16, 3, 3, 3}), b, a);
+      },
+      "not an NCHW");
+  expect_error<ShapeError>([&] { conv_relu_max_pool(x, w, randn({8}), a); }, "bias");
+  ConvPoolAttrs big = a;
+  big.pool = {9, 9};
+  expect_error<ShapeError>([&] { conv_relu_max_pool(x, w, b, big); }, "pool window");
+  ConvPoolAttrs grouped = a;
+  grouped.conv.groups = 2;
+  expect_error<ValueError>([&] { conv_relu_max_pool(x, w, b, grouped); }, "groups 1");
+  ConvPoolAttrs zero = a;
+  zero.pool = {0, 2};
+  expect_error<ValueError>([&] { conv_relu_max_pool(x, w, b, zero); }, "pool size");
+}
+
+}  // namespace
+}  // namespace ath
