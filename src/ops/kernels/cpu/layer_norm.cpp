@@ -1,15 +1,17 @@
 // CPU kernels for layer_norm and layer_norm_backward. x is viewed as [M, N] rows (N = the
 // normalized elements); statistics accumulate in double, elementwise math runs in float
-// (double for float64). The float32 forward's rows run in loops compiled per ISA
-// (isa_dispatch.h; this file builds without FMA contraction, so every copy rounds alike).
+// (double for float64). The float32 rows, forward and backward, run in loops compiled per ISA on
+// 16-lane vectors of the copy's width (isa_dispatch.h, lanes.h; this file builds without FMA
+// contraction, and the sums keep lane_sum's order, so every copy gives the generic loops' bits).
 //
 // Memory contract. Forward: reads each row twice (moments, in cache-sized chunks; then the
 // normalization, usually still in cache), writes y once and mean/rstd per row. Backward: reads
 // g and x per row twice (two row sums, then dx), writes dx once (layer_norm_backward_add also
 // reads the addend row and adds it to the dx row while it is in cache); dweight/dbias accumulate
-// into per-row-block partials (blocks fixed by M alone) that are then summed in block order, so no
-// result depends on the thread count.
-#include <memory>
+// into per-row-block partials (blocks fixed by M alone; float32 sums a block's rows per column
+// strip in registers, re-reading its g and x from cache) that are then summed in block order, so
+// no result depends on the thread count. The partials are up to 2 * 64 * N doubles from the
+// caching allocator.
 #include <vector>
 
 #include "athanor/core/parallel.h"
@@ -208,15 +210,16 @@ void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
   // it overwrites (so the scratch needs no clearing).
   const int64_t rows_per_block = std::max<int64_t>(1, (m + 63) / 64);
   const int64_t blocks = m == 0 ? 0 : (m + rows_per_block - 1) / rows_per_block;
-  const std::size_t partial = static_cast<std::size_t>(blocks * n);
-  std::unique_ptr<double[]> pw(need_dw ? new double[partial] : nullptr);
-  std::unique_ptr<double[]> pb(need_db ? new double[partial] : nullptr);
+  // Scratch from the caching allocator (as conv_dnnl.cpp's partials), so memory_stats counts it.
+  Tensor partials = empty({int64_t(need_dw) + int64_t(need_db), blocks, n}, kFloat64);
+  double* pw = need_dw ? partials.data<double>() : nullptr;
+  double* pb = need_db ? partials.data<double>() + (need_dw ? blocks * n : 0) : nullptr;
   const int64_t grain =
       std::max<int64_t>(1, kPointwiseGrain / std::max<int64_t>(n * rows_per_block, 1));
   parallel_for(0, blocks, grain, [&](int64_t bb, int64_t be) {
     for (int64_t blk = bb; blk < be; ++blk) {
-      double* aw = need_dw ? pw.get() + blk * n : nullptr;
-      double* ab = need_db ? pb.get() + blk * n : nullptr;
+      double* aw = need_dw ? pw + blk * n : nullptr;
+      double* ab = need_db ? pb + blk * n : nullptr;
       const int64_t r0 = blk * rows_per_block, r1 = std::min(m, (blk + 1) * rows_per_block);
       if constexpr (std::is_same_v<T, float>) {
         layer_norm_backward_block_f32(gp, xp, ap, dxp, aw, ab, mean.data(), rstd.data(), wp, n, r0,
@@ -264,8 +267,8 @@ void layer_norm_backward_kernel(TensorSpan in, std::span<Tensor> out,
                    }
                  });
   };
-  if (need_dw) combine(pw.get(), out[1]);
-  if (need_db) combine(pb.get(), out[2]);
+  if (need_dw) combine(pw, out[1]);
+  if (need_db) combine(pb, out[2]);
 }
 
 const bool registered = [] {
