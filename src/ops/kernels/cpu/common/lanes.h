@@ -326,7 +326,7 @@ ATH_ISA_BODY double hsum(const D16<W>& v) {
   }
 }
 
-// ---- 16-lane helpers on Lanes16 (self_attention's AVX-512 tiles) -----------------------------
+// ---- on a Lanes16 (self_attention's tiles, 64-byte vectors in every copy) ---------------------
 
 ATH_ISA_BODY float hsum16(const Lanes16& v) { return hsum<16>(F16<16>{{v}}); }
 ATH_ISA_BODY float hmax16(const Lanes16& v) { return hmax<16>(F16<16>{{v}}); }
