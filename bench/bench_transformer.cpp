@@ -8,6 +8,10 @@
 //   w4_model            the whole W4 model (token + position embeddings, 2 such blocks, final
 //                       LayerNorm, Linear(128, 256), mean cross-entropy over 16 x 128 tokens):
 //                       forward + backward of one training step, without the optimizer update
+//   w4_kernel/...       one float32 kernel alone, called as a compiled step calls it (outputs
+//                       allocated once): layer_norm and its backwards on [16, 128, 128] rows of
+//                       128, attention_softmax and its backward on [16, 4, 128, 128] causal; GB/s
+//                       counts the bytes the kernel must read and write once
 // bench/transformer_torch.py times the same work in PyTorch; bench/run_transformer_compare.sh
 // runs both interleaved and prints athanor / torch.
 //
@@ -110,8 +114,90 @@ void w4_model(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(kB) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+// One kernel call per iteration on preallocated outputs; `bytes` = what it must read + write.
+template <class A>
+void run_kernel(benchmark::State& state, const ath::Op<A>& op, const std::vector<ath::Tensor>& in,
+                std::vector<ath::Tensor> out, const A& attrs, double bytes) {
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  ath::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
+  auto kernel = op.typed_kernel(ath::DeviceType::CPU, ath::DType::Float32);
+  auto once = [&] { kernel(ath::TensorSpan(in), std::span<ath::Tensor>(out), attrs); };
+  for (int i = 0; i < 3; ++i) once();
+  for (auto _ : state) {
+    once();
+    benchmark::DoNotOptimize(out[0].data_ptr());
+  }
+  state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()),
+                                              benchmark::Counter::kIsRate);
+}
+
+enum class Ln { Forward, Backward, BackwardAdd };
+
+// layer_norm over W4's [16, 128, 128] activations (2048 rows of 128), weight and bias present.
+void w4_layer_norm(benchmark::State& state, Ln which) {
+  const int64_t rows = kB * kL;
+  const double act = static_cast<double>(rows * kD) * 4, stats = static_cast<double>(rows) * 8;
+  const double params = static_cast<double>(kD) * 4;
+  ath::Tensor x = ath::bench::random_normal({kB, kL, kD}, 1);
+  ath::Tensor w = ath::bench::random_normal({kD}, 2), b = ath::bench::random_normal({kD}, 3);
+  const ath::LayerNormAttrs fa{.normalized_shape = {kD}, .has_weight = true, .has_bias = true};
+  if (which == Ln::Forward) {
+    run_kernel(state, ath::op_layer_norm(), {x, w, b},
+               {ath::empty({kB, kL, kD}), ath::empty({kB, kL, 1}), ath::empty({kB, kL, 1})}, fa,
+               2 * act + stats + 2 * params);
+    return;
+  }
+  ath::Outputs f = ath::call(ath::op_layer_norm(), std::vector<ath::Tensor>{x, w, b}, fa);
+  ath::Tensor g = ath::bench::random_normal({kB, kL, kD}, 4);
+  std::vector<ath::Tensor> in{g, x, f[1], f[2], w};
+  // g, x, mean, rstd, weight read; dx, dweight, dbias written (+ the addend read)
+  double bytes = 3 * act + stats + 3 * params;
+  if (which == Ln::BackwardAdd) {
+    in.push_back(ath::bench::random_normal({kB, kL, kD}, 5));
+    bytes += act;
+  }
+  const ath::LayerNormBackwardAttrs ba{.normalized_shape = {kD}, .has_weight = true};
+  run_kernel(
+      state,
+      which == Ln::Backward ? ath::op_layer_norm_backward() : ath::op_layer_norm_backward_add(), in,
+      {ath::empty({kB, kL, kD}), ath::empty({kD}), ath::empty({kD})}, ba, bytes);
+}
+
+// attention_softmax over W4's scores [16, 4 heads, 128, 128], causal, scale 1/sqrt(32). Bytes:
+// the kept (lower-triangle) entries read, every entry written (the masked ones as 0).
+void w4_attention_softmax(benchmark::State& state, bool backward) {
+  const ath::Shape shape{kB, 4, kL, kL};
+  const double all = static_cast<double>(ath::numel(shape)) * 4;
+  const double kept = all * static_cast<double>(kL + 1) / (2.0 * kL);
+  const ath::AttentionSoftmaxAttrs a{.scale = 0.17677669529663687, .causal = true};
+  ath::Tensor x = ath::bench::random_normal(shape, 1);
+  if (!backward) {
+    run_kernel(state, ath::op_attention_softmax(), {x}, {ath::empty(shape)}, a, kept + all);
+    return;
+  }
+  ath::Outputs y = ath::call(ath::op_attention_softmax(), std::vector<ath::Tensor>{x}, a);
+  ath::Tensor g = ath::bench::random_normal(shape, 2);
+  run_kernel(state, ath::op_attention_softmax_backward(), {g, y[0]}, {ath::empty(shape)}, a,
+             2 * kept + all);
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(w4_layer_norm, w4_kernel / layer_norm, Ln::Forward)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_layer_norm, w4_kernel / layer_norm_backward, Ln::Backward)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_layer_norm, w4_kernel / layer_norm_backward_add, Ln::BackwardAdd)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_attention_softmax, w4_kernel / attention_softmax, false)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_attention_softmax, w4_kernel / attention_softmax_backward, true)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(w4_model)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer, Case::Layer)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(w4_fwd_bwd, w4_layer_float_mask, Case::LayerFloatMask)

@@ -1,5 +1,5 @@
-// The kernels compiled once per ISA (the attention softmax, 2x2 max-pool, the losses, the
-// LSTM/GRU cells) give bitwise-identical results at every ISA level this host can run, from
+// The kernels compiled once per ISA (the attention softmax, layer norm, 2x2 max-pool, the losses,
+// the LSTM/GRU cells) give bitwise-identical results at every ISA level this host can run, from
 // baseline x86-64 up: each copy does the same IEEE operations in the same order. GELU's wide
 // copies fuse multiply-adds (for speed), so they agree with each other bitwise and with the
 // baseline copy to a few ulp. The optimizer updates have the same test in tests/optim
@@ -78,6 +78,32 @@ TEST(IsaCopies, AttentionSoftmax) {
     SCOPED_TRACE(causal);
     expect_same_bits_at_every_isa([&] {
       return value_and_grad(x, [&](Tensor t) { return attention_softmax(t, 0.3, causal); });
+    });
+  }
+}
+
+// Rows of 37 (a partial strip at every width), 128 (W4's rows: whole strips) and 5000 (over one
+// moment chunk): the forward, the gradients of x, weight and bias, and the fused backward + add.
+TEST(IsaCopies, LayerNorm) {
+  Generator gen(6);
+  for (int64_t n : {37, 128, 5000}) {
+    SCOPED_TRACE(n);
+    const int64_t m = n == 5000 ? 3 : 70;
+    Tensor x = randn({m, n}, {.generator = &gen}) * 2 + 1;
+    Tensor w = randn({n}, {.generator = &gen}), b = randn({n}, {.generator = &gen});
+    Tensor g = randn({m, n}, {.generator = &gen}), addend = randn({m, n}, {.generator = &gen});
+    expect_same_bits_at_every_isa([&] {
+      Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_();
+      Tensor br = b.detach().requires_grad_();
+      Tensor y = layer_norm(xr, {n}, wr, br);
+      (y * g).sum().backward();
+      const LayerNormAttrs fa{.normalized_shape = {n}, .has_weight = true, .has_bias = true};
+      ath::Outputs f = call(op_layer_norm(), std::vector<Tensor>{x, w, b}, fa);
+      ath::Outputs fused =
+          call(op_layer_norm_backward_add(), std::vector<Tensor>{g, x, f[1], f[2], w, addend},
+               LayerNormBackwardAttrs{.normalized_shape = {n}, .has_weight = true});
+      return std::vector<Tensor>{y,         f[1],     f[2],     xr.grad(), wr.grad(),
+                                 br.grad(), fused[0], fused[1], fused[2]};
     });
   }
 }

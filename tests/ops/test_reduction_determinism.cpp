@@ -1,6 +1,6 @@
-// Reductions give bitwise-identical results whatever the thread count, and the in-place outer
-// path (reduced dims in front of kept inner dims) gives the same bits as reducing a permuted
-// copy.
+// Reductions (and row kernels with sums) give bitwise-identical results whatever the thread
+// count, and the in-place outer path (reduced dims in front of kept inner dims) gives the same
+// bits as reducing a permuted copy.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -66,6 +66,38 @@ TEST(ReductionDeterminism, OtherReductionsAreBitwiseThreadIndependent) {
   expect_thread_independent([&] { return argmax(x); }, "full argmax");
   expect_thread_independent([&] { return max(x, 0).indices; }, "outer max indices");
   expect_thread_independent([&] { return cumsum(x, 0); }, "cumsum");
+}
+
+// Row kernels whose rows split across threads: layer norm's backward sums dweight / dbias in
+// fixed row blocks, combined in block order; the attention softmax owns whole rows.
+TEST(ReductionDeterminism, RowKernelsAreBitwiseThreadIndependent) {
+  const Tensor x = random_floats({16, 128, 128}, 13), g = random_floats({16, 128, 128}, 17);
+  const Tensor w = random_floats({128}, 19), b = random_floats({128}, 23);
+  const LayerNormAttrs fa{.normalized_shape = {128}, .has_weight = true, .has_bias = true};
+  const Outputs f = call(op_layer_norm(), std::vector<Tensor>{x, w, b}, fa);
+  const std::vector<Tensor> in{g, x, f[1], f[2], w, x};
+  const LayerNormBackwardAttrs ba{.normalized_shape = {128}, .has_weight = true};
+  for (int k = 0; k < 3; ++k) {
+    expect_thread_independent(
+        [&] { return call(op_layer_norm_backward(), TensorSpan(in).first(5), ba)[k]; },
+        "layer_norm_backward");
+    expect_thread_independent([&] { return call(op_layer_norm_backward_add(), in, ba)[k]; },
+                              "layer_norm_backward_add");
+  }
+  expect_thread_independent(
+      [&] {
+        return call(op_layer_norm(), std::vector<Tensor>{x, w, b}, fa)[0];
+      },
+      "layer_norm");
+  const Tensor s = random_floats({8, 4, 128, 128}, 29);
+  expect_thread_independent([&] { return attention_softmax(s, 0.17, true); }, "attention_softmax");
+  const Tensor y = attention_softmax(s, 0.17, true);
+  expect_thread_independent(
+      [&] {
+        return call(op_attention_softmax_backward(), std::vector<Tensor>{s, y},
+                    AttentionSoftmaxAttrs{.scale = 0.17, .causal = true})[0];
+      },
+      "attention_softmax_backward");
 }
 
 TEST(ReductionDeterminism, OuterPathMatchesPermutedCopyBitwise) {

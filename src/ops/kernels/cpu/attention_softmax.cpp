@@ -49,36 +49,36 @@ void for_rows(const Rows& r, bool causal, const Fn& fn) {
   });
 }
 
-// Rows [r0, r1) of the float32 forward and backward, compiled per ISA (isa_dispatch.h).
+// Rows [r0, r1) of the float32 forward and backward, compiled per ISA with its vector width W
+// (isa_dispatch.h, lanes.h).
+template <int W>
 ATH_ISA_BODY void softmax_rows_f32_body(const float* xp, float* yp, int64_t r0, int64_t r1, Rows r,
                                         bool causal, float scale) {
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = causal ? std::min(row % r.l + 1, r.len) : r.len;
-    softmax_row_f32(xp + row * r.len, yp + row * r.len, n, r.len, scale);
+    softmax_row_f32<W>(xp + row * r.len, yp + row * r.len, n, r.len, scale);
   }
 }
 
-ATH_ISA_DISPATCH(softmax_rows_f32,
-                 (const float* xp, float* yp, int64_t r0, int64_t r1, Rows r, bool causal,
-                  float scale),
-                 (xp, yp, r0, r1, r, causal, scale))
+ATH_ISA_DISPATCH_W(softmax_rows_f32,
+                   (const float* xp, float* yp, int64_t r0, int64_t r1, Rows r, bool causal,
+                    float scale),
+                   (xp, yp, r0, r1, r, causal, scale))
 
+template <int W>
 ATH_ISA_BODY void softmax_backward_rows_f32_body(const float* gp, const float* yp, float* op,
                                                  int64_t r0, int64_t r1, Rows r, bool causal,
                                                  float scale) {
   for (int64_t row = r0; row < r1; ++row) {
     const int64_t n = causal ? std::min(row % r.l + 1, r.len) : r.len;
-    const float *gr = gp + row * r.len, *yr = yp + row * r.len;
-    float* orow = op + row * r.len;
-    const float s = lane_sum<float>(n, [gr, yr](int64_t j) { return gr[j] * yr[j]; });
-    for (int64_t j = 0; j < n; ++j) orow[j] = scale * yr[j] * (gr[j] - s);
-    for (int64_t j = n; j < r.len; ++j) orow[j] = 0.0f;
+    softmax_backward_row_f32<W>(gp + row * r.len, yp + row * r.len, op + row * r.len, n, r.len,
+                                scale);
   }
 }
-ATH_ISA_DISPATCH(softmax_backward_rows_f32,
-                 (const float* gp, const float* yp, float* op, int64_t r0, int64_t r1, Rows r,
-                  bool causal, float scale),
-                 (gp, yp, op, r0, r1, r, causal, scale))
+ATH_ISA_DISPATCH_W(softmax_backward_rows_f32,
+                   (const float* gp, const float* yp, float* op, int64_t r0, int64_t r1, Rows r,
+                    bool causal, float scale),
+                   (gp, yp, op, r0, r1, r, causal, scale))
 
 template <class T>
 void attention_softmax_kernel(TensorSpan in, std::span<Tensor> out,

@@ -38,12 +38,6 @@ struct HeadGeometry {
   int64_t row(int64_t b, int64_t l) const { return batch_first ? b * d1 + l : l * d1 + b; }
 };
 
-// 16 floats read or written in place (unaligned; aliasing the float arrays): a memcpy into a
-// local vector array went through the stack in the tiles' inner loops.
-struct __attribute__((packed, may_alias)) Lanes16u {
-  Lanes16 v;
-};
-
 constexpr int kRows = 8;  // rows per register tile
 constexpr int kCols = 2;  // 16-lane vectors per register tile (scores)
 
@@ -103,35 +97,6 @@ template <int R>
   int64_t c0 = 0;
   for (; c0 + 2 * kLanes <= ld; c0 += 2 * kLanes) value_tile<R, 2>(p, inv, v, ld, n, c0, out);
   for (; c0 < ld; c0 += kLanes) value_tile<R, 1>(p, inv, v, ld, n, c0, out);
-}
-
-// Horizontal sum and max of 16 lanes by halving (256-, then 128-bit halves): a few shuffles and
-// adds, where a loop over a lane array went through the stack.
-typedef float Lanes8 __attribute__((vector_size(32)));
-typedef float Lanes4 __attribute__((vector_size(16)));
-
-ATH_ISA_BODY float hsum16(const Lanes16& v) {
-  Lanes8 a, b;
-  std::memcpy(&a, &v, sizeof a);
-  std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
-  a += b;
-  Lanes4 c, d;
-  std::memcpy(&c, &a, sizeof c);
-  std::memcpy(&d, reinterpret_cast<const char*>(&a) + sizeof c, sizeof d);
-  c += d;
-  return (c[0] + c[2]) + (c[1] + c[3]);
-}
-
-ATH_ISA_BODY float hmax16(const Lanes16& v) {
-  Lanes8 a, b;
-  std::memcpy(&a, &v, sizeof a);
-  std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
-  a = a < b ? b : a;
-  Lanes4 c, d;
-  std::memcpy(&c, &a, sizeof c);
-  std::memcpy(&d, reinterpret_cast<const char*>(&a) + sizeof c, sizeof d);
-  c = c < d ? d : c;
-  return std::max(std::max(c[0], c[2]), std::max(c[1], c[3]));
 }
 
 // A score row made exp(s - max) over its n kept entries, 0 over [n, padded); returns 1 / the

@@ -5,6 +5,7 @@
 // Always inlined, so the kernels compiled for AVX2/AVX-512 (the loss kernels' ISA copies, the
 // RNN cells' AVX-512 row loop, ATH_ISA_DISPATCH copies) get it vectorized for their own ISA:
 // a baseline function may be inlined into a wider-ISA one, never called as a vector.
+// lanes.h's exp_fast_vec is the same arithmetic on vectors, bit for bit.
 #pragma once
 
 #include <algorithm>

@@ -14,6 +14,8 @@
 //     ...
 //     gelu_f32(x, y, n);   // the AVX-512, AVX2 or baseline copy of the body
 //
+//   or, for a body templated on the vector width W of lanes.h (one register per copy's ISA),
+//   ATH_ISA_DISPATCH_W, which compiles name_body<16> for AVX-512, <8> for AVX2, <4> for baseline;
 //   or the same for a template body (the optimizer updates, the RNN cells), with the
 //   ATH_ISA_TARGET_* attributes on per-ISA function templates picked by pick_isa_copy. The body
 //   and the helpers it calls must be inline (always_inline where GCC would not inline them), so
@@ -68,9 +70,20 @@
   void name params {                                                                           \
     return ::ath::kernels::pick_isa_copy(&name##_baseline, &name##_avx2, &name##_avx512) args; \
   }
+// The same for a body templated on the copy's float vector width (lanes.h): name##_body<16> with
+// AVX-512, <8> with AVX2, <4> in the baseline copy.
+#define ATH_ISA_DISPATCH_W(name, params, args)                                                 \
+  ATH_ISA_TARGET_AVX512 void name##_avx512 params { name##_body<16> args; }                    \
+  ATH_ISA_TARGET_AVX2 void name##_avx2 params { name##_body<8> args; }                         \
+  void name##_baseline params { name##_body<4> args; }                                         \
+  void name params {                                                                           \
+    return ::ath::kernels::pick_isa_copy(&name##_baseline, &name##_avx2, &name##_avx512) args; \
+  }
 #else
 #define ATH_ISA_DISPATCH(name, params, args) \
   void name params { name##_body args; }
+#define ATH_ISA_DISPATCH_W(name, params, args) \
+  void name params { name##_body<4> args; }
 #endif
 
 namespace ath::kernels {

@@ -1,94 +1,113 @@
-// One row of a (scaled, masked) softmax in float32, for kernels compiled per ISA
-// (isa_dispatch.h): attention_softmax's rows and self_attention's score rows.
+// Rows of a (scaled, masked) softmax and of its backward in float32, for kernels compiled per ISA
+// with a vector width W (lanes.h, ATH_ISA_DISPATCH_W): attention_softmax's rows and gradients.
 //
-//   softmax_row_f32(x, y, n, len, scale);   // y[j] = softmax(scale * x[:n])[j], 0 for j >= n
+//   softmax_row_f32<W>(x, y, n, len, scale);   // y[j] = softmax(scale * x[:n])[j], 0 for j >= n
+//
+// The kept entries run in whole 16-lane strips, and a last partial one as one masked vector while
+// 16 entries from there stay within the row (a causal row's n is rarely a multiple of 16), so no
+// scalar tail runs exp; only a row whose kept part reaches into its last partial strip has a
+// scalar tail. Sums and maxima keep lane_sum's / lane_max's order, so the results are those of
+// plain loops over nn_common.h's helpers, bit for bit, in every ISA copy.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
+#include "exp_fast.h"
 #include "isa_dispatch.h"
-#include "nn_common.h"
+#include "lanes.h"
 
 namespace ath::kernels {
 
-// 16 float lanes as one GCC vector, which each ISA copy compiles to its widest registers: GCC
-// left lane_max's and lane_sum's 16-element arrays scalar here (16 scalar accumulators, a third
-// of the attention step's softmax time). The lanes keep those helpers' exact order — element
-// j + l into lane l, the tail into the first lanes, the same tree — so the results are theirs,
-// bit for bit. (Vectors appear only inside function bodies: none crosses a call, so no ABI
-// depends on the ISA.)
-typedef float Lanes16 __attribute__((vector_size(64)));
-inline constexpr int kLanes = 16;
-
-// max over j < n of scale * x[j], as lane_max computes it. x may be read up to `cap` >= n: a
-// last partial block within it is one vector with the lanes past n set to -inf (max's identity).
-ATH_ISA_BODY float row_max_f32(const float* x, int64_t n, int64_t cap, float scale) {
-  Lanes16 acc;
-  Lanes16 lane;
-  for (int l = 0; l < kLanes; ++l) {
-    acc[l] = -std::numeric_limits<float>::infinity();
-    lane[l] = float(l);
-  }
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    Lanes16 v;
-    std::memcpy(&v, x + j, sizeof v);
-    v *= scale;
-    acc = acc < v ? v : acc;  // std::max(acc, v), lane by lane
-  }
-  if (j < n && j + kLanes <= cap) {
-    Lanes16 v;
-    std::memcpy(&v, x + j, sizeof v);
-    v *= scale;
-    v = lane < float(n - j) ? v : acc;
-    acc = acc < v ? v : acc;
-    j = n;
-  }
-  float lanes[kLanes];
-  std::memcpy(lanes, &acc, sizeof lanes);
-  for (int l = 0; j < n; ++j, ++l) lanes[l] = std::max(lanes[l], scale * x[j]);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) lanes[l] = std::max(lanes[l], lanes[l + w]);
-  return lanes[0];
+// A row's first n of len entries as whole 16-lane strips [0, whole) and, when n is not a
+// multiple of 16, a last partial strip at `whole`: one masked vector when the row holds 16
+// entries from there (`masked`), else a scalar tail.
+struct RowStrips {
+  int64_t whole;
+  bool masked;
+};
+inline RowStrips row_strips(int64_t n, int64_t len) {
+  const int64_t whole = n - n % kLanes;
+  return {whole, whole < n && whole + kLanes <= len};
 }
 
-// sum over j < n of x[j], as lane_sum computes it, for x >= 0 whose entries n..cap-1 are +0: a
-// last partial block is then summed as a whole vector (adding +0 to a lane changes no sum of
-// non-negative values).
-ATH_ISA_BODY float row_sum_f32(const float* x, int64_t n, int64_t cap) {
-  Lanes16 acc = {};
-  const int64_t full = n % kLanes != 0 && n + (kLanes - n % kLanes) <= cap
-                           ? n + (kLanes - n % kLanes)
-                           : n - n % kLanes;
-  int64_t j = 0;
-  for (; j < full; j += kLanes) {
-    Lanes16 v;
-    std::memcpy(&v, x + j, sizeof v);
-    acc += v;
-  }
-  float lanes[kLanes];
-  std::memcpy(lanes, &acc, sizeof lanes);
-  for (int l = 0; j < n; ++j, ++l) lanes[l] += x[j];
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-  return lanes[0];
+// y[j] = 0 for j in [from, len).
+template <int W>
+ATH_ISA_BODY void zero_row_f32(float* y, int64_t from, int64_t len) {
+  int64_t j = from;
+  for (; j + kLanes <= len; j += kLanes) vstore(y + j, vsplat<W>(0.0f));
+  for (; j < len; ++j) y[j] = 0.0f;
 }
 
-// y[0, n) = softmax(scale * x[0, n)) and y[n, len) = 0; x and y hold len >= n entries. The kept
-// entries are computed in whole vectors up to the next multiple of 16 within the row (those past
-// n are computed and then zeroed), so no scalar tail runs exp: a causal row's n is rarely a
-// multiple of 16. y may be x.
+// y[0, n) = softmax(scale * x[0, n)) and y[n, len) = 0; x and y hold len >= n entries. y may be x.
+template <int W>
 ATH_ISA_BODY void softmax_row_f32(const float* x, float* y, int64_t n, int64_t len, float scale) {
-  const float m = row_max_f32(x, n, len, scale);
-  const int64_t padded = std::min(len, (n + kLanes - 1) / kLanes * kLanes);
-  for (int64_t j = 0; j < padded; ++j) y[j] = exp_fast(scale * x[j] - m);
-  for (int64_t j = n; j < padded; ++j) y[j] = 0.0f;
-  const float inv = 1.0f / row_sum_f32(y, n, padded);
-  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
-  for (int64_t j = padded; j < len; ++j) y[j] = 0.0f;
+  const auto [whole, masked] = row_strips(n, len);
+  const F16<W> zero = vsplat<W>(0.0f);
+  F16<W> mx = vsplat<W>(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < whole; j += kLanes) mx = vmax(mx, scale * vload<W>(x + j));
+  if (masked) {  // lanes past n do not count
+    mx = vmax(mx, vselect(first_lanes<W>(n - whole), scale * vload<W>(x + whole), mx));
+  } else {
+    for (int64_t j = whole, l = 0; j < n; ++j, ++l)
+      set_lane(mx, int(l), std::max(get_lane(mx, int(l)), scale * x[j]));
+  }
+  const float m = hmax(mx);
+
+  F16<W> acc = zero;
+  for (int64_t j = 0; j < whole; j += kLanes) {
+    const F16<W> e = exp_fast(scale * vload<W>(x + j) - m);
+    acc = acc + e;
+    vstore(y + j, e);
+  }
+  if (masked) {  // adding +0 changes no sum of non-negative values
+    const F16<W> e =
+        vselect(first_lanes<W>(n - whole), exp_fast(scale * vload<W>(x + whole) - m), zero);
+    acc = acc + e;
+    vstore(y + whole, e);
+  } else {
+    for (int64_t j = whole, l = 0; j < n; ++j, ++l) {
+      y[j] = exp_fast(scale * x[j] - m);
+      set_lane(acc, int(l), get_lane(acc, int(l)) + y[j]);
+    }
+  }
+  const float inv = 1.0f / hsum(acc);
+
+  for (int64_t j = 0; j < whole; j += kLanes) vstore(y + j, vload<W>(y + j) * inv);
+  if (masked) {  // the masked lanes stay 0, even when inv is not finite
+    vstore(y + whole, vselect(first_lanes<W>(n - whole), vload<W>(y + whole) * inv, zero));
+  } else {
+    for (int64_t j = whole; j < n; ++j) y[j] *= inv;
+  }
+  zero_row_f32<W>(y, masked ? whole + kLanes : n, len);
+}
+
+// o[0, n) = scale * y * (g - sum(g * y)) over a row's first n of len entries, o[n, len) = 0.
+template <int W>
+ATH_ISA_BODY void softmax_backward_row_f32(const float* g, const float* y, float* o, int64_t n,
+                                           int64_t len, float scale) {
+  const auto [whole, masked] = row_strips(n, len);
+  const F16<W> zero = vsplat<W>(0.0f);
+  F16<W> acc = zero;
+  for (int64_t j = 0; j < whole; j += kLanes) acc = acc + vload<W>(g + j) * vload<W>(y + j);
+  if (masked) {  // the tail's products go to the first lanes; the others keep their sums
+    acc = vselect(first_lanes<W>(n - whole), acc + vload<W>(g + whole) * vload<W>(y + whole), acc);
+  } else {
+    for (int64_t j = whole, l = 0; j < n; ++j, ++l)
+      set_lane(acc, int(l), get_lane(acc, int(l)) + g[j] * y[j]);
+  }
+  const float s = hsum(acc);
+
+  for (int64_t j = 0; j < whole; j += kLanes)
+    vstore(o + j, scale * vload<W>(y + j) * (vload<W>(g + j) - s));
+  if (masked) {
+    vstore(o + whole, vselect(first_lanes<W>(n - whole),
+                              scale * vload<W>(y + whole) * (vload<W>(g + whole) - s), zero));
+  } else {
+    for (int64_t j = whole; j < n; ++j) o[j] = scale * y[j] * (g[j] - s);
+  }
+  zero_row_f32<W>(o, masked ? whole + kLanes : n, len);
 }
 
 }  // namespace ath::kernels
