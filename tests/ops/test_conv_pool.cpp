@@ -8,6 +8,7 @@
 #include "athanor/athanor.h"
 #include "athanor/ops/conv_pool.h"
 #include "support/isa_cap.h"
+#include "support/op_table.h"
 
 namespace ath {
 namespace {
@@ -17,11 +18,17 @@ struct Case {
   std::array<int64_t, 2> pool;
 };
 
-// The unfused ops, in the layout asked for.
+// Float32-only inference kernel: its op-table row is the tests below, against float64 ops.
+const testing::CoveredElsewhere covered[] = {{"conv_relu_max_pool", "test_conv_pool.cpp"}};
+
+// The unfused ops in float64, in the layout asked for (rounded to float32 for the layout
+// conversion, which is float32-only, after the float64 arithmetic).
 Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, const Case& c,
                  ActivationLayout layout) {
-  const Tensor y = max_pool2d(relu(conv2d(x, w, b, {.stride = c.stride, .padding = c.pad})),
-                              {.kernel = Int2(c.pool[0], c.pool[1])});
+  const Tensor y = max_pool2d(relu(conv2d(x.to(kFloat64), w.to(kFloat64), b.to(kFloat64),
+                                          {.stride = c.stride, .padding = c.pad})),
+                              {.kernel = Int2(c.pool[0], c.pool[1])})
+                       .to(kFloat32);
   return layout == ActivationLayout::Nchw ? y : to_blocked(y, layout);
 }
 

@@ -146,6 +146,7 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
       {"to_blocked", "same"},
       {"from_blocked", "same"},
       {"pool_blocked", "same"},
+      {"conv_relu_max_pool", "test_conv_pool.cpp (inference-only; no table row)"},
       {"linear_pack_weight", "test_linear_packed.cpp (inference-only; no table row)"},
       {"linear_packed", "same"},
   };
