@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "support/isa_cap.h"
@@ -236,8 +237,10 @@ TEST(MaxPoolForward, AnyWindowMatchesTheFloat64Loop) {
       {.kernel = 5, .stride = 1, .padding = 2},
       {.kernel = 2, .stride = 1},
   };
+  // Rows of 19 outputs and rows of up to 150 (the column-vectorized loop's blocks of 64).
   const Tensor contiguous = special_values({2, 3, 13, 19}, 31, 0, 4);
   const Tensor strided = special_values({2, 3, 19, 13}, 32, 0, 4).transpose(2, 3);
+  const Tensor wide = special_values({1, 2, 7, 150}, 33, 0, 4);
   for (const MaxPool2dOptions& o : options) {
     const MaxPool2dAttrs a{.kernel = o.kernel.v,
                            .stride = o.stride.value_or(o.kernel).v,
@@ -246,7 +249,7 @@ TEST(MaxPoolForward, AnyWindowMatchesTheFloat64Loop) {
                            .ceil_mode = o.ceil_mode};
     SCOPED_TRACE(::testing::Message() << "kernel " << a.kernel[0] << "x" << a.kernel[1]
                                       << " stride " << a.stride[0] << "," << a.stride[1]);
-    for (const Tensor& x : {contiguous, strided}) {
+    for (const Tensor& x : {contiguous, strided, wide}) {
       for (CpuIsa isa : isas_up_to_current()) {
         SCOPED_TRACE(cpu_isa_name(isa));
         ScopedMaxCpuIsa cap(isa);
@@ -256,6 +259,53 @@ TEST(MaxPoolForward, AnyWindowMatchesTheFloat64Loop) {
         EXPECT_EQ(idx.to_vector<int64_t>(), want_i);
       }
     }
+  }
+}
+
+// Random windows, strides, paddings, dilations and plane sizes (a fixed seed).
+TEST(MaxPoolForward, RandomWindowsMatchTheFloat64Loop) {
+  std::mt19937 rng(5);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 60; ++trial) {
+    MaxPool2dAttrs a{.kernel = {pick(1, 5), pick(1, 5)},
+                     .stride = {pick(1, 3), pick(1, 3)},
+                     .dilation = {pick(1, 2), pick(1, 2)},
+                     .ceil_mode = pick(0, 1) == 1};
+    a.padding = {pick(0, static_cast<int>(a.kernel[0] / 2)),
+                 pick(0, static_cast<int>(a.kernel[1] / 2))};
+    const int64_t h = pick(static_cast<int>((a.kernel[0] - 1) * a.dilation[0] + 1), 12);
+    const int64_t w = pick(static_cast<int>((a.kernel[1] - 1) * a.dilation[1] + 1), 70);
+    SCOPED_TRACE(::testing::Message()
+                 << "trial " << trial << ": " << h << "x" << w << " kernel " << a.kernel[0] << "x"
+                 << a.kernel[1] << " stride " << a.stride[0] << "," << a.stride[1] << " padding "
+                 << a.padding[0] << "," << a.padding[1] << " dilation " << a.dilation[0] << ","
+                 << a.dilation[1]);
+    const Tensor x = special_values({1, 2, h, w}, 40 + trial, 0, 4);
+    const MaxPool2dOptions o{.kernel = {a.kernel[0], a.kernel[1]},
+                             .stride = {a.stride[0], a.stride[1]},
+                             .padding = {a.padding[0], a.padding[1]},
+                             .dilation = {a.dilation[0], a.dilation[1]},
+                             .ceil_mode = a.ceil_mode};
+    for (CpuIsa isa : isas_up_to_current()) {
+      ScopedMaxCpuIsa cap(isa);
+      auto [v, idx] = max_pool2d_with_indices(x, o);
+      auto [want_v, want_i] = ref_forward(x, a, v.shape()[2], v.shape()[3]);
+      expect_same(v, want_v);
+      ASSERT_EQ(idx.to_vector<int64_t>(), want_i) << cpu_isa_name(isa);
+    }
+  }
+}
+
+TEST(MaxPoolForward, AnyWindowOtherDtypes) {
+  const MaxPool2dOptions o{.kernel = 3, .stride = 2, .padding = 1};
+  const MaxPool2dAttrs a{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+  for (DType t : {kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const Tensor x = special_values({2, 3, 11, 70}, 34, 0, 4).to(t);
+    auto [v, idx] = max_pool2d_with_indices(x, o);
+    auto [want_v, want_i] = ref_forward(x, a, v.shape()[2], v.shape()[3]);
+    expect_same(v, want_v);
+    EXPECT_EQ(idx.to_vector<int64_t>(), want_i);
   }
 }
 

@@ -1,13 +1,18 @@
 // CPU kernels for max pooling: max_pool2d (values and int64 indices), its backward scatter
-// (max_pool2d_backward), the scatter with ReLU's mask folded in (max_pool2d_backward_masked, see
-// graph/passes/fuse_pool_mask.cpp) and the gather (max_pool2d_gather, the scatter's adjoint).
-// One thread owns each (n, c) plane (pool_planes.h). Values compare in float (double for
-// double); the rules: scan order row by row, the first maximum wins, a NaN wins (the last NaN of
-// the window), an all -inf window picks its first element.
+// (max_pool2d_backward, what eager mode runs), the scatter with ReLU's mask folded in
+// (max_pool2d_backward_masked, see graph/passes/fuse_pool_mask.cpp) and the gather
+// (max_pool2d_gather, the scatter's adjoint). One thread owns each (n, c) plane
+// (pool_planes.h). Values compare in float (double for double); the rules: scan order row by
+// row, the first maximum wins, a NaN wins (the last NaN of the window), an all -inf window picks
+// its first element.
 //
-// Fast paths, bit-identical to the general loops (tests/ops/test_max_pool_fast.cpp):
+// Fast paths, bit-identical to the general loops (tests/ops/test_max_pool_fast.cpp,
+// test_max_pool_2x2.cpp):
 // - forward, 2x2 window with stride 2 (nearly every CNN's pool): branch-free selects over the
-//   output columns; float32 in explicit vectors, compiled per ISA;
+//   output columns; float32 in explicit vectors, one copy per ISA (pool_max_f32_impl.h);
+// - forward, any other window: the outputs whose windows lie inside the input's columns are
+//   compared across a block of output columns at once (float32 with stride 1 or 2 in explicit
+//   vectors, the rest auto-vectorized), the border ones by the general loop;
 // - backward, plain or masked, where every index lies in its output's 2x2 window (what a 2x2 /
 //   stride-2 forward produced): each input row pair is written once, zeros and winners together,
 //   instead of a zero-filled plane that the winners are then scattered into (and, masked,
@@ -21,13 +26,13 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "athanor/core/loop_hints.h"
 #include "athanor/ops/conv.h"
 #include "common/isa_dispatch.h"
 #include "common/register.h"
-#include "pool_max_f32.h"
 #include "pool_planes.h"
 
 namespace ath::kernels {
@@ -79,28 +84,6 @@ __attribute__((always_inline)) inline void max_pool_2x2_plane(const T* __restric
   }
 }
 
-// Planes [begin, end) of a batch (one ISA choice per range, not per plane).
-ATH_ISA_BODY void max_pool_2x2_f32_body(const float* xp, float* yp, int64_t* ip, int64_t begin,
-                                        int64_t end, const Planes& p) {
-  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
-  for (int64_t pl = begin; pl < end; ++pl) {
-    const float* xs = xp + pl * in_plane;
-    float* ys = yp + pl * out_plane;
-    int64_t* is = ip + pl * out_plane;
-    if (p.in_w > pool_f32::kMaxWidth || p.out_w < 2) {
-      max_pool_2x2_plane<float, float>(xs, ys, is, p.in_w, p.out_h, p.out_w);
-    } else if (p.out_w >= 4) {
-      pool_f32::pool_plane<8>(xs, ys, is, p.in_w, p.out_h, p.out_w);
-    } else {
-      pool_f32::pool_plane<4>(xs, ys, is, p.in_w, p.out_h, p.out_w);
-    }
-  }
-}
-ATH_ISA_DISPATCH(max_pool_2x2_f32,
-                 (const float* xp, float* yp, int64_t* ip, int64_t begin, int64_t end,
-                  const Planes& p),
-                 (xp, yp, ip, begin, end, p))
-
 // bfloat16 and float16, the mixed-precision cases (with their branch-free widening the selects
 // vectorize too).
 template <class T>
@@ -128,68 +111,121 @@ ATH_ISA_DISPATCH(max_pool_2x2_f16,
                   const Planes& p),
                  (xp, yp, ip, begin, end, p))
 
-// Any window: for each output, the window clipped to the input, scanned row by row.
+// Any window: for each output, the window clipped to the input, scanned row by row. Outputs
+// [ox_begin, ox_end) of row oy.
 template <class T, class C>
-void max_pool_general_plane(const T* xs, T* ys, int64_t* is, const Planes& p,
-                            const MaxPool2dAttrs& a) {
+ATH_ISA_BODY void max_pool_general_outputs(const T* xs, T* yr, int64_t* ir, const Planes& p,
+                                           const MaxPool2dAttrs& a, int64_t oy, int64_t ox_begin,
+                                           int64_t ox_end) {
   // Locals, not reads through `a` and `p` inside the loop: the int64 index stores could alias
   // them, which made the compiler reload every bound per output element.
-  const int64_t in_h = p.in_h, in_w = p.in_w, out_h = p.out_h, out_w = p.out_w;
+  const int64_t in_h = p.in_h, in_w = p.in_w;
   const int64_t kh = a.kernel[0], kw = a.kernel[1], sh = a.stride[0], sw = a.stride[1];
   const int64_t ph = a.padding[0], pw = a.padding[1], dh = a.dilation[0], dw = a.dilation[1];
-  for (int64_t oy = 0; oy < out_h; ++oy) {
-    int64_t y0 = oy * sh - ph;
-    const int64_t y1 = std::min(y0 + (kh - 1) * dh + 1, in_h);
-    while (y0 < 0) y0 += dh;
-    for (int64_t ox = 0; ox < out_w; ++ox) {
-      int64_t x0 = ox * sw - pw;
-      const int64_t x1 = std::min(x0 + (kw - 1) * dw + 1, in_w);
-      while (x0 < 0) x0 += dw;
-      C best = -std::numeric_limits<C>::infinity();
-      int64_t best_i = y0 * in_w + x0;
-      for (int64_t iy = y0; iy < y1; iy += dh)
-        for (int64_t ix = x0; ix < x1; ix += dw) {
-          const C v = static_cast<C>(xs[iy * in_w + ix]);
-          if (v > best || std::isnan(v)) {  // NaN wins, as in PyTorch
-            best = v;
-            best_i = iy * in_w + ix;
-          }
+  int64_t y0 = oy * sh - ph;
+  const int64_t y1 = std::min(y0 + (kh - 1) * dh + 1, in_h);
+  while (y0 < 0) y0 += dh;
+  for (int64_t ox = ox_begin; ox < ox_end; ++ox) {
+    int64_t x0 = ox * sw - pw;
+    const int64_t x1 = std::min(x0 + (kw - 1) * dw + 1, in_w);
+    while (x0 < 0) x0 += dw;
+    C best = -std::numeric_limits<C>::infinity();
+    int64_t best_i = y0 * in_w + x0;
+    for (int64_t iy = y0; iy < y1; iy += dh)
+      for (int64_t ix = x0; ix < x1; ix += dw) {
+        const C v = static_cast<C>(xs[iy * in_w + ix]);
+        if (v > best || std::isnan(v)) {  // NaN wins, as in PyTorch
+          best = v;
+          best_i = iy * in_w + ix;
         }
-      ys[oy * out_w + ox] = static_cast<T>(best);
-      is[oy * out_w + ox] = best_i;
+      }
+    yr[ox] = static_cast<T>(best);
+    ir[ox] = best_i;
+  }
+}
+
+// Outputs [ox_begin, ox_end) of row oy whose windows lie inside the input's columns, a block at
+// a time: each window element in scan order is compared across the block's outputs at once,
+// branch-free, so the compiler vectorizes over output columns (kStride 1 or 2: contiguous or
+// de-interleaved reads; 0: the stride from `a`). Per output these are the loop above's
+// comparisons in its order, so the bits are the same. The winner is kept as its row and column
+// offset (32-bit, as wide as a float lane) and turned into an index at the end.
+template <class T, class C, int kStride>
+ATH_ISA_BODY void max_pool_inner_outputs(const T* xs, T* yr, int64_t* ir, const Planes& p,
+                                         const MaxPool2dAttrs& a, int64_t oy, int64_t ox_begin,
+                                         int64_t ox_end) {
+  const int64_t in_h = p.in_h, in_w = p.in_w, kh = a.kernel[0], kw = a.kernel[1];
+  const int64_t sw = kStride > 0 ? kStride : a.stride[1], pw = a.padding[1];
+  const int64_t dh = a.dilation[0], dw = a.dilation[1];
+  int64_t y0 = oy * a.stride[0] - a.padding[0];
+  const int64_t y1 = std::min(y0 + (kh - 1) * dh + 1, in_h);
+  while (y0 < 0) y0 += dh;
+  constexpr int64_t kBlock = 64;
+  for (int64_t b = ox_begin; b < ox_end; b += kBlock) {
+    const int64_t n = std::min(kBlock, ox_end - b);
+    C best[kBlock];
+    int32_t row[kBlock], column[kBlock];
+    for (int64_t j = 0; j < n; ++j) {
+      best[j] = -std::numeric_limits<C>::infinity();
+      row[j] = static_cast<int32_t>(y0);
+      column[j] = 0;
+    }
+    for (int64_t iy = y0; iy < y1; iy += dh)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const T* src = xs + iy * in_w + b * sw - pw + kx * dw;
+        const auto r = static_cast<int32_t>(iy), c = static_cast<int32_t>(kx * dw);
+        for (int64_t j = 0; j < n; ++j) {
+          const C v = static_cast<C>(src[j * sw]);
+          const bool take = (v > best[j]) | (v != v);
+          best[j] = take ? v : best[j];
+          row[j] = take ? r : row[j];
+          column[j] = take ? c : column[j];
+        }
+      }
+    for (int64_t j = 0; j < n; ++j) {
+      yr[b + j] = static_cast<T>(best[j]);
+      ir[b + j] = row[j] * in_w + (b + j) * sw - pw + column[j];
     }
   }
 }
 
-template <class T>
-void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs& a) {
-  using C = compute_t<T>;
-  Tensor x = in[0].contiguous();
-  const Planes p = planes(x, out[0]);
-  const T* xp = static_cast<const T*>(x.data_ptr());
-  T* yp = static_cast<T*>(out[0].data_ptr());
-  int64_t* ip = static_cast<int64_t*>(out[1].data_ptr());
-  const bool two_by_two =
-      a.kernel == std::array<int64_t, 2>{2, 2} && a.stride == std::array<int64_t, 2>{2, 2} &&
-      a.padding == std::array<int64_t, 2>{0, 0} && a.dilation == std::array<int64_t, 2>{1, 1} &&
-      2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
+// The output columns whose windows lie inside the input's columns: ox * sw >= pw and
+// ox * sw - pw + reach < in_w (none unless rows and window reach fit the 32-bit lanes that
+// keep a winner's row and column).
+struct InnerColumns {
+  int64_t begin, end;
+};
+inline InnerColumns inner_columns(const Planes& p, const MaxPool2dAttrs& a) {
+  const int64_t sw = a.stride[1], pw = a.padding[1], reach = (a.kernel[1] - 1) * a.dilation[1];
+  const int64_t begin = std::min((pw + sw - 1) / sw, p.out_w);
+  const bool fits =
+      p.in_h <= std::numeric_limits<int32_t>::max() && reach <= std::numeric_limits<int32_t>::max();
+  if (!fits || p.in_w - 1 - reach + pw < 0) return {begin, begin};
+  return {begin, std::clamp((p.in_w - 1 - reach + pw) / sw + 1, begin, p.out_w)};
+}
+
+// Planes [begin, end) for any window; float32 has its own copies (pool_max_f32_impl.h).
+template <class T, class C>
+void max_pool_general_planes(const T* xp, T* yp, int64_t* ip, int64_t begin, int64_t end,
+                             const Planes& p, const MaxPool2dAttrs& a) {
   const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
-  for_plane_ranges(p.count, in_plane, [&](int64_t begin, int64_t end) {
-    if (two_by_two) {
-      if constexpr (std::is_same_v<T, float>) return max_pool_2x2_f32(xp, yp, ip, begin, end, p);
-      if constexpr (std::is_same_v<T, BFloat16>) {
-        return max_pool_2x2_bf16(xp, yp, ip, begin, end, p);
+  const InnerColumns inner = inner_columns(p, a);
+  for (int64_t pl = begin; pl < end; ++pl) {
+    const T* xs = xp + pl * in_plane;
+    for (int64_t oy = 0; oy < p.out_h; ++oy) {
+      T* yr = yp + pl * out_plane + oy * p.out_w;
+      int64_t* ir = ip + pl * out_plane + oy * p.out_w;
+      max_pool_general_outputs<T, C>(xs, yr, ir, p, a, oy, 0, inner.begin);
+      if (a.stride[1] == 1) {
+        max_pool_inner_outputs<T, C, 1>(xs, yr, ir, p, a, oy, inner.begin, inner.end);
+      } else if (a.stride[1] == 2) {
+        max_pool_inner_outputs<T, C, 2>(xs, yr, ir, p, a, oy, inner.begin, inner.end);
+      } else {
+        max_pool_inner_outputs<T, C, 0>(xs, yr, ir, p, a, oy, inner.begin, inner.end);
       }
-      if constexpr (std::is_same_v<T, Half>) return max_pool_2x2_f16(xp, yp, ip, begin, end, p);
-      for (int64_t pl = begin; pl < end; ++pl)
-        max_pool_2x2_plane<T, C>(xp + pl * in_plane, yp + pl * out_plane, ip + pl * out_plane,
-                                 p.in_w, p.out_h, p.out_w);
-      return;
+      max_pool_general_outputs<T, C>(xs, yr, ir, p, a, oy, inner.end, p.out_w);
     }
-    for (int64_t pl = begin; pl < end; ++pl)
-      max_pool_general_plane<T, C>(xp + pl * in_plane, yp + pl * out_plane, ip + pl * out_plane, p,
-                                   a);
-  });
+  }
 }
 
 // ---- backward: the scatter, plain or masked --------------------------------------------------
@@ -288,38 +324,72 @@ __attribute__((always_inline)) inline bool max_unpool_2x2_plane(const T* gs, con
   return in_window;
 }
 
-// Planes [begin, end) of the float32 2x2 scatter.
-template <bool kMasked>
-ATH_ISA_BODY void max_unpool_2x2_f32_planes(const float* gp, const int64_t* ip, const float* pp,
-                                            float* dx, int64_t begin, int64_t end,
-                                            const Planes& p) {
+// ---- float32: one copy per ISA ------------------------------------------------------------------
+
+// Rows wider than this take the scalar loops: in-window offsets must fit 32-bit vector lanes.
+constexpr int64_t kMaxWidth = int64_t{1} << 29;
+
+namespace base {
+constexpr int kWide = 8;  // the widest chunk: 8 lanes, a pair of SSE2 registers
+#include "pool_max_f32_impl.h"
+}  // namespace base
+#if ATH_ISA_MULTI
+ATH_ISA_BEGIN_AVX2
+namespace avx2 {
+constexpr int kWide = 8;  // one 256-bit register
+#include "pool_max_f32_impl.h"
+}  // namespace avx2
+ATH_ISA_END
+ATH_ISA_BEGIN_AVX512
+namespace avx512 {
+constexpr int kWide = 16;  // one 512-bit register
+#include "pool_max_f32_impl.h"
+}  // namespace avx512
+ATH_ISA_END
+#endif
+
+// The current ISA's copy of `fn` (one choice per range of planes).
+#if ATH_ISA_MULTI
+#define ATH_POOL_ISA_COPY(fn) pick_isa_copy(&base::fn, &avx2::fn, &avx512::fn)
+#else
+#define ATH_POOL_ISA_COPY(fn) (&base::fn)
+#endif
+
+template <class T>
+void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs& a) {
+  using C = compute_t<T>;
+  Tensor x = in[0].contiguous();
+  const Planes p = planes(x, out[0]);
+  const T* xp = static_cast<const T*>(x.data_ptr());
+  T* yp = static_cast<T*>(out[0].data_ptr());
+  int64_t* ip = static_cast<int64_t*>(out[1].data_ptr());
+  const bool two_by_two =
+      a.kernel == std::array<int64_t, 2>{2, 2} && a.stride == std::array<int64_t, 2>{2, 2} &&
+      a.padding == std::array<int64_t, 2>{0, 0} && a.dilation == std::array<int64_t, 2>{1, 1} &&
+      2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
+  const bool vectors = p.out_w >= 2 && p.in_w <= kMaxWidth;  // the float32 copies' domain
   const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
-  for (int64_t pl = begin; pl < end; ++pl) {
-    const float* gs = gp + pl * out_plane;
-    const int64_t* is = ip + pl * out_plane;
-    const float* ps = kMasked ? pp + pl * out_plane : nullptr;
-    float* d = dx + pl * in_plane;
-    bool done;
-    if (p.in_w > pool_f32::kMaxWidth || p.out_w < 2) {
-      done = max_unpool_2x2_plane<float, kMasked>(gs, is, ps, d, p);
-    } else {
-      done = p.out_w >= 4
-                 ? pool_f32::unpool_plane<8, kMasked>(gs, is, ps, d, p.in_w, p.out_h, p.out_w)
-                 : pool_f32::unpool_plane<4, kMasked>(gs, is, ps, d, p.in_w, p.out_h, p.out_w);
-      zero_uncovered(d, p);
+  for_plane_ranges(p.count, in_plane, [&](int64_t begin, int64_t end) {
+    if (two_by_two) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (vectors) return ATH_POOL_ISA_COPY(pool_planes)(xp, yp, ip, begin, end, p);
+      }
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        return max_pool_2x2_bf16(xp, yp, ip, begin, end, p);
+      }
+      if constexpr (std::is_same_v<T, Half>) return max_pool_2x2_f16(xp, yp, ip, begin, end, p);
+      for (int64_t pl = begin; pl < end; ++pl)
+        max_pool_2x2_plane<T, C>(xp + pl * in_plane, yp + pl * out_plane, ip + pl * out_plane,
+                                 p.in_w, p.out_h, p.out_w);
+      return;
     }
-    if (!done) max_unpool_general_plane<float, kMasked>(gs, is, ps, d, in_plane, out_plane);
-  }
+    if constexpr (std::is_same_v<T, float>) {
+      ATH_POOL_ISA_COPY(window_planes)(xp, yp, ip, begin, end, p, a);
+    } else {
+      max_pool_general_planes<T, C>(xp, yp, ip, begin, end, p, a);
+    }
+  });
 }
-ATH_ISA_BODY void max_unpool_2x2_f32_body(const float* gp, const int64_t* ip, const float* pp,
-                                          float* dx, int64_t begin, int64_t end, const Planes& p) {
-  if (pp != nullptr) return max_unpool_2x2_f32_planes<true>(gp, ip, pp, dx, begin, end, p);
-  max_unpool_2x2_f32_planes<false>(gp, ip, pp, dx, begin, end, p);
-}
-ATH_ISA_DISPATCH(max_unpool_2x2_f32,
-                 (const float* gp, const int64_t* ip, const float* pp, float* dx, int64_t begin,
-                  int64_t end, const Planes& p),
-                 (gp, ip, pp, dx, begin, end, p))
 
 // max_pool2d_backward (in: grad, indices) and max_pool2d_backward_masked (in: grad, indices,
 // pooled values).
@@ -336,9 +406,11 @@ void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGr
   // Windows of 2x2 at stride 2 fit the plane: any in-window indices fall into disjoint
   // windows, so no input element collects two gradients.
   const bool two_by_two = 2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
+  const bool vectors = p.out_w >= 2 && p.in_w <= kMaxWidth;
   for_plane_ranges(p.count, in_plane + out_plane, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>) {
-      if (two_by_two) return max_unpool_2x2_f32(gp, ip, pp, dx, begin, end, p);
+      if (two_by_two && vectors)
+        return ATH_POOL_ISA_COPY(unpool_planes<kMasked>)(gp, ip, pp, dx, begin, end, p);
     }
     for (int64_t pl = begin; pl < end; ++pl) {
       const T* gs = gp + pl * out_plane;
