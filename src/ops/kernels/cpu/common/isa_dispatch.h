@@ -23,6 +23,9 @@
 // - a whole family of template kernels, included three times in per-ISA namespaces between
 //   ATH_ISA_BEGIN_AVX2 / ATH_ISA_BEGIN_AVX512 and ATH_ISA_END (the losses, whose kernels call
 //   many helpers), registered through pick_isa (a kernel that forwards to the current copy).
+//   Explicit vector code (vector_size types) is best written this way: in an always-inline body
+//   outside a region, GCC lowered the 2x2 max-pool's vector compares and int64 lanes to SSE2-sized
+//   or scalar code even in the AVX-512 copy (pool_max_f32_impl.h is included per region).
 //
 // Files that use this build with -ffp-contract=off (src/CMakeLists.txt; the region macros set it
 // too), so no copy contracts a*b+c into an FMA: every copy does the same IEEE operations and
