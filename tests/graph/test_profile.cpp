@@ -10,7 +10,7 @@ namespace ath::graph {
 namespace {
 
 TEST(Profile, AccumulatesPerNodeOverTheProfiledRunsOnly) {
-  // A 256^3 product dwarfs an exp of 8 values: the report must rank it first.
+  // A 256^3 product and an exp of 8 values.
   Graph g;
   const ValueId a = g.add_argument({{256, 256}, kFloat32});
   const ValueId s = g.add_argument({{8}, kFloat32});
@@ -28,16 +28,21 @@ TEST(Profile, AccumulatesPerNodeOverTheProfiledRunsOnly) {
   const NodeProfile& p = exec.profile();
   EXPECT_EQ(p.runs, 4);
   ASSERT_EQ(p.seconds.size(), 2u);
-  EXPECT_GT(p.seconds[0], p.seconds[1]);
+  // (No ranking asserted: a busy host can stall any node longer than the product takes.)
+  EXPECT_GT(p.seconds[0], 0.0);
   EXPECT_GT(p.seconds[1], 0.0);
   EXPECT_GE(p.run_seconds, p.seconds[0] + p.seconds[1]);
   EXPECT_FALSE(p.paired[0]);
 
   const std::string report = profile_report(g, p, 1);
   EXPECT_NE(report.find("4 runs"), std::string::npos) << report;
-  EXPECT_LT(report.find("mm "), report.find("exp "));  // ranked by time
+  EXPECT_NE(report.find("mm "), std::string::npos) << report;
+  EXPECT_NE(report.find("exp "), std::string::npos) << report;
   EXPECT_NE(report.find("the 1 costliest nodes"), std::string::npos) << report;
-  EXPECT_NE(report.find("[0] %2 = mm(%0, %0) f32[256,256]"), std::string::npos) << report;
+  // The costliest node, with its line of the text form.
+  const std::string top =
+      p.seconds[0] >= p.seconds[1] ? "[0] %2 = mm(%0, %0) f32[256,256]" : "[1] %3 = exp(%1) f32[8]";
+  EXPECT_NE(report.find(top), std::string::npos) << report;
 
   // Turning it on again starts a new profile.
   exec.set_profiling(true);
