@@ -10,7 +10,9 @@
 //                       forward + backward of one training step, without the optimizer update
 //   w4_kernel/...       one float32 kernel alone, called as a compiled step calls it (outputs
 //                       allocated once): layer_norm and its backwards on [16, 128, 128] rows of
-//                       128, attention_softmax and its backward on [16, 4, 128, 128] causal; GB/s
+//                       128, attention_softmax and its backward on [16, 4, 128, 128] causal,
+//                       self_attention (the inference runtime's fused attention) on the packed
+//                       projection [B, 128, 384], 4 heads, causal, at batch 16 and 1; GB/s
 //                       counts the bytes the kernel must read and write once
 // bench/transformer_torch.py times the same work in PyTorch; bench/run_transformer_compare.sh
 // runs both interleaved and prints athanor / torch.
@@ -181,6 +183,15 @@ void w4_attention_softmax(benchmark::State& state, bool backward) {
              2 * kept + all);
 }
 
+// self_attention over W4's packed q/k/v projection [batch, 128, 3 * 128], 4 heads of 32, causal,
+// scale 1/sqrt(32), as the inference runtime calls it. Bytes: x read, the output written.
+void w4_self_attention(benchmark::State& state, int64_t batch) {
+  const ath::SelfAttentionAttrs a{.heads = 4, .scale = 0.17677669529663687, .causal = true};
+  ath::Tensor x = ath::bench::random_normal({batch, kL, 3 * kD}, 1);
+  const double bytes = static_cast<double>(batch * kL * 4 * kD) * 4;
+  run_kernel(state, ath::op_self_attention(), {x}, {ath::empty({batch, kL, kD})}, a, bytes);
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(w4_layer_norm, w4_kernel / layer_norm, Ln::Forward)
@@ -211,3 +222,9 @@ ATH_BENCHMARK_MAIN()
 
 #include "athanor/core/thread_policy.h"
 ATH_SHORT_OPENMP_SPIN();
+BENCHMARK_CAPTURE(w4_self_attention, w4_kernel / self_attention_b16, 16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_self_attention, w4_kernel / self_attention_b1, 1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);

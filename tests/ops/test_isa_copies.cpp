@@ -2,8 +2,8 @@
 // the LSTM/GRU cells) give bitwise-identical results at every ISA level this host can run, from
 // baseline x86-64 up: each copy does the same IEEE operations in the same order. GELU's wide
 // copies fuse multiply-adds (for speed), so they agree with each other bitwise and with the
-// baseline copy to a few ulp. The optimizer updates have the same test in tests/optim
-// (Optimizer.BaselineIsaLoopsGiveTheSameBits).
+// baseline copy to a few ulp; so do self_attention's. The optimizer updates have the same test in
+// tests/optim (Optimizer.BaselineIsaLoopsGiveTheSameBits).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -79,6 +79,43 @@ TEST(IsaCopies, AttentionSoftmax) {
     expect_same_bits_at_every_isa([&] {
       return value_and_grad(x, [&](Tensor t) { return attention_softmax(t, 0.3, causal); });
     });
+  }
+}
+
+// self_attention's wide copies contract its multiply-adds into FMAs, in the same order, and meet
+// each row's max and sum in lanes.h's 16-lane order, so AVX-512 and AVX2 (16- and 8-float
+// registers) agree bitwise; the baseline copy (no FMA) agrees to rounding. Odd head dims (a
+// padded strip), sequences of 37 and 128 (a short last row block), both layouts, causal or not.
+TEST(IsaCopies, SelfAttentionWideCopiesAgree) {
+  Generator gen(3);
+  struct Case {
+    int64_t batch, len, heads, d;
+  };
+  for (const Case c : {Case{2, 37, 3, 20}, Case{1, 128, 4, 32}, Case{3, 9, 2, 7}}) {
+    for (bool batch_first : {true, false}) {
+      for (bool causal : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << c.len << " x " << c.heads << " heads of " << c.d
+                                          << (batch_first ? ", batch first" : ", seq first")
+                                          << (causal ? ", causal" : ""));
+        const Shape shape = batch_first ? Shape{c.batch, c.len, 3 * c.heads * c.d}
+                                        : Shape{c.len, c.batch, 3 * c.heads * c.d};
+        Tensor x = randn(shape, {.generator = &gen}) * 2;
+        const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+        const std::vector<Outputs> results = outputs_at_every_isa([&] {
+          return std::vector<Tensor>{self_attention(x, c.heads, scale, causal, batch_first)};
+        });
+        for (std::size_t i = 1; i < results.size(); ++i) {
+          const std::vector<float>&want = results[0][0], &got = results[i][0];
+          ASSERT_EQ(got.size(), want.size());
+          for (std::size_t j = 0; j < want.size(); ++j)
+            ASSERT_LE(std::abs(got[j] - want[j]), 1e-5f * (1 + std::abs(want[j])))
+                << "element " << j << " at " << cpu_isa_name(CpuIsa(i));
+          if (i > 1) {
+            EXPECT_EQ(results[i][0], results[1][0]) << "AVX-512 vs AVX2";
+          }
+        }
+      }
+    }
   }
 }
 
