@@ -55,7 +55,6 @@ struct Native<16> {
   typedef int32_t I __attribute__((vector_size(64)));
 };
 
-typedef Native<16>::F Lanes16;
 typedef Native<8>::F Lanes8;
 typedef Native<4>::F Lanes4;
 
@@ -64,7 +63,6 @@ template <class V>
 struct __attribute__((packed, may_alias)) Unaligned {
   V v;
 };
-typedef Unaligned<Lanes16> Lanes16u;
 
 // 16 float lanes, 16 / W native vectors; lane l is part l / W, element l % W.
 template <int W>
@@ -325,10 +323,5 @@ ATH_ISA_BODY double hsum(const D16<W>& v) {
     return a[0][0] + a[0][1];
   }
 }
-
-// ---- on a Lanes16 (self_attention's tiles, 64-byte vectors in every copy) ---------------------
-
-ATH_ISA_BODY float hsum16(const Lanes16& v) { return hsum<16>(F16<16>{{v}}); }
-ATH_ISA_BODY float hmax16(const Lanes16& v) { return hmax<16>(F16<16>{{v}}); }
 
 }  // namespace ath::kernels
