@@ -5,15 +5,14 @@
 // for an image), reads the weight once into a [O/16][C][kh][kw][16] copy (zero output channels
 // past O), and writes every output element once; the convolution's own output is never stored.
 // Work: one task per (image, block of 16 output channels, pooled row); a task keeps the pool
-// window's 16-channel sums in registers. Every sum is bias + the taps in (c, kh, kw) order, one
-// multiply-add each: no result depends on the thread count, and the AVX2 and AVX-512 copies
-// (which fuse each multiply-add) agree; the baseline copy rounds products apart.
+// windows' 16-channel sums in registers. Every sum is bias + the taps in (c, kh, kw) order, one
+// fused multiply-add each (std::fma in the baseline copy): no result depends on the thread count
+// or the ISA.
 #include "athanor/ops/conv_pool.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "athanor/core/parallel.h"
@@ -182,10 +181,10 @@ void conv_relu_max_pool_kernel(TensorSpan in, std::span<Tensor> out, const ConvP
     for (int64_t tap = 0; tap < c * kh * kw; ++tap)
       wt[static_cast<std::size_t>(((oc / kLanes) * c * kh * kw + tap) * kLanes + oc % kLanes)] =
           wsrc[oc * c * kh * kw + tap];
-    if (in.size() == 3) {
-      const Tensor b = dense(in[2]);
-      bt[static_cast<std::size_t>(oc)] = static_cast<const float*>(b.data_ptr())[oc];
-    }
+  }
+  if (in.size() == 3) {
+    const Tensor b = dense(in[2]);
+    std::memcpy(bt.data(), b.data_ptr(), static_cast<std::size_t>(o) * sizeof(float));
   }
   // The input with its padding as zeros, so the taps need no bounds checks (a plain loop: the
   // tensor ops' dispatch cost more than the copy at batch 1).
