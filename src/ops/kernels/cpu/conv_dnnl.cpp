@@ -42,17 +42,13 @@ std::optional<ConvLayout> layout_override() {
 
 // Blocked formats pad channels to multiples of 16: an output (forward) or input gradient
 // (backward data) with only a few channels per group would be mostly padding, and oneDNN's
-// im2col path on plain memory wins by 5-8x there. A weight gradient is blocked on both its
-// channel axes, so few input channels pad it too: W2's first layer (1 input channel, 32
-// outputs) computes its weight gradient 1.7x faster on plain memory (2.7 -> 1.6 ms on one
-// thread, batch 64), while its forward stays faster blocked (0.59 against 0.67 ms). Elsewhere the
-// blocked direct kernels win (W2's second layer: ~1.5x over plain, all three passes).
+// im2col path on plain memory wins by 5-8x there (W2's first layer: 1 input channel). Elsewhere
+// the blocked direct kernels win (W2's second layer: ~1.5x over plain, all three passes).
 ConvLayout conv_layout(PrimKind kind, const ConvGeometry& g) {
   if (auto o = layout_override()) return *o;
-  const int64_t groups = g.attrs.groups;
-  const int64_t produced = kind == PrimKind::ConvFwd       ? g.o / groups
-                           : kind == PrimKind::ConvBwdData ? g.c / groups
-                                                           : std::min(g.c, g.o) / groups;
+  const int64_t produced = kind == PrimKind::ConvFwd       ? g.o / g.attrs.groups
+                           : kind == PrimKind::ConvBwdData ? g.c / g.attrs.groups
+                                                           : 16;
   return produced < 8 ? ConvLayout::Plain : ConvLayout::Blocked;
 }
 
