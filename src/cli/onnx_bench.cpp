@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <numeric>
 
 #include "athanor/core/error.h"
@@ -219,16 +218,9 @@ nlohmann::json onnx_bench(const OnnxBenchOptions& o) {
     exec->set_profiling(false);
     const graph::NodeProfile& p = exec->profile();
     profile_text = graph::profile_report(*session.last_graph(), p);
-    std::map<std::string, std::pair<double, int>> by_op;
-    for (std::size_t k = 0; k < p.seconds.size(); ++k) {
-      auto& [seconds, nodes] = by_op[session.last_graph()->nodes[k].op->name];
-      seconds += p.seconds[k];
-      ++nodes;
-    }
-    for (const auto& [op, t] : by_op) {
-      profile.push_back({{"op", op},
-                         {"us_per_run", t.first / static_cast<double>(p.runs) * 1e6},
-                         {"nodes", t.second}});
+    for (const graph::OpTime& t : graph::profile_by_op(*session.last_graph(), p)) {
+      profile.push_back(
+          {{"op", t.op}, {"us_per_run", t.seconds_per_run * 1e6}, {"nodes", t.nodes}});
     }
   }
 

@@ -34,6 +34,14 @@ TEST(Profile, AccumulatesPerNodeOverTheProfiledRunsOnly) {
   EXPECT_GE(p.run_seconds, p.seconds[0] + p.seconds[1]);
   EXPECT_FALSE(p.paired[0]);
 
+  // By op: one line each, costliest first, per run.
+  const std::vector<OpTime> ops = profile_by_op(g, p);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_GE(ops[0].seconds_per_run, ops[1].seconds_per_run);
+  EXPECT_NEAR(ops[0].seconds_per_run + ops[1].seconds_per_run, (p.seconds[0] + p.seconds[1]) / 4,
+              1e-12);
+  EXPECT_EQ(ops[0].nodes + ops[1].nodes, 2);
+
   const std::string report = profile_report(g, p, 1);
   EXPECT_NE(report.find("4 runs"), std::string::npos) << report;
   EXPECT_NE(report.find("mm "), std::string::npos) << report;

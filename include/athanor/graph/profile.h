@@ -35,6 +35,14 @@ struct NodeProfile {
   double run_seconds = 0;       // the runs' wall time, start to end (nodes plus the executor's own)
 };
 
+// Time per run by op (a pair counted under its first node's op, as "op (pair)"), costliest first.
+struct OpTime {
+  std::string op;
+  double seconds_per_run = 0;
+  int nodes = 0;
+};
+std::vector<OpTime> profile_by_op(const Graph& graph, const NodeProfile& profile);
+
 // A table of time per run by op (total, share, node count), then the `top` costliest nodes with
 // their text form. Shares are of run_seconds; the executor's own time is the rest.
 std::string profile_report(const Graph& graph, const NodeProfile& profile, int top = 15);
