@@ -7,6 +7,10 @@
 #include <athanor/ops/conv_blocked.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
+#include "support/isa_cap.h"
 #include "support/op_table.h"
 
 namespace ath {
@@ -174,6 +178,38 @@ TEST(ConvBlocked, PoolingMatchesMaxAndAveragePooling) {
         equal(from_blocked(m, l, 20), max_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1})));
     Tensor g = pool_blocked(xl, {.layout = l, .kernel = {13, 12}, .stride = {1, 1}, .max = false});
     expect_close(from_blocked(g, l, 20), mean(x, {2, 3}, true), 1e-6);
+  }
+}
+
+// The direct kernel of non-overlapping max pools (2x2 / stride 2 and the like): against
+// max_pool2d bit for bit, NaN included (a NaN anywhere in a window is its result), on every ISA
+// copy, with rows left over (floor mode), 3x3 windows, and an input large enough to be split
+// over the threads.
+TEST(ConvBlocked, DirectMaxPoolMatchesMaxPool2dOnEveryIsa) {
+  struct PoolCase {
+    int64_t n, c, h, w, k;
+  };
+  const PoolCase cases[] = {
+      {2, 20, 14, 14, 2}, {1, 16, 7, 9, 2}, {1, 24, 9, 10, 3}, {3, 40, 64, 64, 2}};
+  for (const PoolCase& pc : cases) {
+    std::vector<float> v = randn({pc.n, pc.c, pc.h, pc.w}).to_vector<float>();
+    for (std::size_t i = 5; i < v.size(); i += 97) v[i] = std::numeric_limits<float>::quiet_NaN();
+    const Tensor x = from_vector<float>(v, {pc.n, pc.c, pc.h, pc.w});
+    const Tensor want = max_pool2d(x, {.kernel = pc.k});
+    const Tensor want_nan = isnan(want);
+    for (const ActivationLayout l : {L::Blocked8, L::Blocked16}) {
+      const Tensor xl = to_blocked(x, l);
+      for (const CpuIsa isa : testing::isas_up_to_current()) {
+        testing::ScopedMaxCpuIsa cap(isa);
+        const Tensor got = from_blocked(
+            pool_blocked(xl, {.layout = l, .kernel = {pc.k, pc.k}, .stride = {pc.k, pc.k}}), l,
+            pc.c);
+        const std::string label = std::to_string(pc.h) + "x" + std::to_string(pc.w) + " k" +
+                                  std::to_string(pc.k) + ", " + std::string(cpu_isa_name(isa));
+        ASSERT_TRUE(equal(isnan(got), want_nan)) << label;
+        EXPECT_TRUE(equal(where(want_nan, 0.0, got), where(want_nan, 0.0, want))) << label;
+      }
+    }
   }
 }
 
