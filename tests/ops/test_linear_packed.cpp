@@ -1,6 +1,7 @@
 // The packed inference linear (linear_packed.h) against linear in float64: one row (a batch-1
-// classifier), many rows, 3-D inputs, with and without bias, relu, gelu or a residual; bad
-// inputs.
+// classifier), many rows, 3-D inputs, with and without bias, relu, gelu or a residual, on both
+// kernels (the direct loop of products up to 16K multiply-adds: W2's 1 x 128 x 10 head, 4 x 64 x
+// 64 at the limit, 5 x 3; oneDNN's matmul above); bad inputs.
 #include <athanor/athanor.h>
 #include <athanor/ops/linear_packed.h>
 #include <gtest/gtest.h>
@@ -19,8 +20,8 @@ const testing::CoveredElsewhere covered[] = {{"linear_pack_weight", "test_linear
 
 TEST(LinearPacked, MatchesLinearForEveryShapeAndEpilogue) {
   manual_seed(5);
-  const Shape inputs[] = {{1, 3136}, {64, 100}, {2, 7, 33}, {5}};
-  const int64_t outs[] = {128, 10, 48, 3};
+  const Shape inputs[] = {{1, 3136}, {64, 100}, {2, 7, 33}, {5}, {1, 128}, {4, 64}, {4, 65}};
+  const int64_t outs[] = {128, 10, 48, 3, 10, 64, 64};
   for (std::size_t i = 0; i < std::size(inputs); ++i) {
     for (int variant = 0; variant < 6; ++variant) {
       const bool bias = variant != 1, relu = variant == 2 || variant == 5, gelu = variant == 3;
