@@ -136,6 +136,70 @@ TEST(ConvBlocked, WinogradMatchesConv2d) {
   EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), nhwc), ValueError);
 }
 
+// At batch 1 a small convolution runs as one one-thread primitive per thread, each over its
+// share of the output channels (conv_parts in conv_blocked_dnnl.cpp): W2's second layer, a 1x1,
+// and a Winograd one, with every epilogue, split two and four ways, against float64 conv2d; a
+// weight packed for one split, run under another thread count, is an error.
+TEST(ConvBlocked, BatchOneSplitsOutputChannelsBetweenThreads) {
+  struct Split {
+    Case k;
+    bool winograd;
+  };
+  const Split cases[] = {{{1, 32, 14, 14, 64, 3, 1, 1, 1}, false},
+                         {{1, 64, 16, 16, 64, 1, 1, 0, 1}, false},
+                         {{1, 32, 14, 14, 64, 3, 1, 1, 1}, true}};
+  manual_seed(6);
+  const int saved = get_num_threads();
+  for (const ActivationLayout layout : layouts_here()) {
+    if (!is_blocked(layout)) continue;
+    for (const Split& sc : cases) {
+      const Case& k = sc.k;
+      ConvAttrs conv{.stride = {1, 1}, .pad_l = {k.pad, k.pad}, .pad_r = {k.pad, k.pad}};
+      const bool winograd =
+          sc.winograd && layout == L::Blocked16 && winograd_eligible(conv, {k.o, k.c, k.k, k.k});
+      if (sc.winograd && !winograd) continue;
+      for (const int threads : {2, 4}) {
+        for (int variant = 0; variant < 3; ++variant) {
+          SCOPED_TRACE(fmt::format("layout {} c={} o={} k={} winograd {} threads {} variant {}",
+                                   static_cast<int64_t>(layout), k.c, k.o, k.k, winograd, threads,
+                                   variant));
+          const bool bias = variant != 1, residual = variant == 2, relu = variant != 0;
+          Tensor x = randn({k.n, k.c, k.h, k.w}), w = randn({k.o, k.c, k.k, k.k}) * 0.1,
+                 b = randn({k.o}), r = randn({k.n, k.o, k.h, k.w});
+          ConvBlockedAttrs a{.conv = conv,
+                             .src_shape = {k.n, k.c, k.h, k.w},
+                             .weight_shape = {k.o, k.c, k.k, k.k},
+                             .src_layout = layout,
+                             .dst_layout = layout,
+                             .with_bias = bias,
+                             .residual = residual,
+                             .relu = relu,
+                             .winograd = winograd};
+          Tensor want = conv2d(f64(x), f64(w), bias ? std::optional<Tensor>(f64(b)) : std::nullopt,
+                               {.padding = k.pad});
+          if (residual) want = want + f64(r);
+          if (relu) want = ath::relu(want);
+          set_num_threads(threads);
+          const Tensor packed = conv_pack_weight(w, a);
+          const Tensor y = conv_blocked(
+              to_blocked(x, layout), packed, bias ? std::optional<Tensor>(b) : std::nullopt,
+              residual ? std::optional<Tensor>(to_blocked(r, layout)) : std::nullopt, a);
+          set_num_threads(1);
+          // One thread reads the whole weight in one primitive's format: another size, or the
+          // same size in another format (the header tells).
+          EXPECT_THROW(
+              conv_blocked(
+                  to_blocked(x, layout), packed, bias ? std::optional<Tensor>(b) : std::nullopt,
+                  residual ? std::optional<Tensor>(to_blocked(r, layout)) : std::nullopt, a),
+              Error);
+          set_num_threads(saved);
+          expect_close(from_blocked(y, layout, k.o), want, 1e-5);
+        }
+      }
+    }
+  }
+}
+
 TEST(ConvBlocked, PlainOutputMatchesToo) {
   Tensor x = randn({2, 16, 9, 9}), w = randn({5, 16, 3, 3});
   ConvBlockedAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}},

@@ -8,9 +8,12 @@
 // output over it) and the convolution adds to it (oneDNN's sum post-op).
 #include "conv_blocked_dnnl.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
+#include "athanor/core/parallel.h"
 #include "athanor/ops/conv_blocked.h"
 #include "common/dnnl_utils.h"
 #include "common/register.h"
@@ -45,19 +48,58 @@ memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, Activatio
 
 int64_t extent(int64_t kernel, int64_t dilation) { return dilation * (kernel - 1) + 1; }
 
-// 1 when the convolution is small enough to run on one thread (inference_threads), else 0 (all).
-int conv_threads(const ConvBlockedAttrs& a) {
+double conv_macs(const ConvBlockedAttrs& a) {
   const auto [oh, ow] = conv_blocked_output_size(a);
   const auto& w = a.weight_shape;
-  const double macs = static_cast<double>(a.src_shape[0]) * static_cast<double>(oh * ow) *
-                      static_cast<double>(w[0] * w[1] * w[2] * w[3]);
-  return inference_threads(macs, kSingleThreadMacs);
+  return static_cast<double>(a.src_shape[0]) * static_cast<double>(oh * ow) *
+         static_cast<double>(w[0] * w[1] * w[2] * w[3]);
 }
 
-// The entry is built (and must run) with conv_threads(a) threads: the packed weight's format
-// may depend on the thread count, so packing and running agree by computing it from `a` alone.
-std::shared_ptr<const PackedEntry> conv_entry(const ConvBlockedAttrs& a) {
-  const int threads = conv_threads(a);
+// 1 when the convolution is small enough to run on one thread (inference_threads), else 0 (all).
+int conv_threads(const ConvBlockedAttrs& a) {
+  return inference_threads(conv_macs(a), kSingleThreadMacs);
+}
+
+// Into how many output-channel shares a convolution is split, one thread each (1: not split).
+// At batch 1 oneDNN's convolutions scale poorly over two threads (W2's second layer, Winograd,
+// 32 -> 64 channels at 14x14: 28-34 us on two threads, 35-41 on one), while half the output
+// channels on one thread take half the time (15-20 us): so each thread runs a one-thread
+// primitive over its share of the output channels, reading the whole input. Needs a blocked
+// output whose channel blocks divide evenly (a share is then one contiguous run of blocks).
+// Only small convolutions: ResNet-18's at batch 1 (~100M multiply-adds each), which oneDNN
+// splits well itself, took 13-16 ms split against 10-12 whole.
+// From the attributes and the thread count alone, so packing and running agree (the thread
+// count is part of a saved plan's key, and batch-parallel streams pack and run on one thread).
+// ATH_CONV_SPLIT=0 turns it off (for comparisons).
+constexpr double kSplitMaxMacs = 16.0e6;
+
+int conv_parts(const ConvBlockedAttrs& a) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("ATH_CONV_SPLIT");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  const int threads = get_num_threads();
+  if (!enabled || threads < 2 || a.src_shape[0] != 1 || conv_threads(a) == 1 ||
+      conv_macs(a) > kSplitMaxMacs)
+    return 1;
+  const int64_t block = a.dst_layout == ActivationLayout::Blocked16  ? 16
+                        : a.dst_layout == ActivationLayout::Blocked8 ? 8
+                                                                     : 0;
+  if (block == 0 || a.weight_shape[0] % (threads * block) != 0) return 1;
+  return threads;
+}
+
+// The convolution one share computes: the output channels divided by `parts`.
+ConvBlockedAttrs share_attrs(const ConvBlockedAttrs& a, int parts) {
+  ConvBlockedAttrs s = a;
+  s.weight_shape[0] /= parts;
+  return s;
+}
+
+// The entry is built (and must run) with `threads` threads (0: all): the packed weight's format
+// may depend on the thread count, so packing and running agree by computing it from `a` alone
+// (conv_threads, conv_parts).
+std::shared_ptr<const PackedEntry> conv_entry(const ConvBlockedAttrs& a, int threads) {
   std::optional<SingleThreadBuild> one;
   if (threads == 1) one.emplace();
   PrimitiveKey key(PrimKind::ConvBlocked, threads);
@@ -118,15 +160,70 @@ std::shared_ptr<const PackedEntry> conv_entry(const ConvBlockedAttrs& a) {
   });
 }
 
+// The entry of the whole convolution, or of one share when it is split (conv_parts).
+std::shared_ptr<const PackedEntry> conv_entry(const ConvBlockedAttrs& a) {
+  const int parts = conv_parts(a);
+  return parts > 1 ? conv_entry(share_attrs(a, parts), 1) : conv_entry(a, conv_threads(a));
+}
+
+// A split convolution's packed weight: the header, then each share's weight (its output
+// channels' rows of the [O, C, kh, kw] weight) in the share primitive's format.
+void pack_shares(const PackedEntry& e, const Tensor& weight, Tensor& out, const ConvBlockedAttrs& a,
+                 int parts) {
+  const Tensor w = weight.contiguous();
+  const auto* src = static_cast<const float*>(w.data_ptr());
+  const int64_t share_elems = w.numel() / parts;
+  const std::size_t share_bytes = e.weights.get_size();
+  write_packed_header(out.data_ptr(), a, e.weights);
+  dnnl::stream& s = cpu_stream();
+  for (int p = 0; p < parts; ++p) {
+    dnnl::memory from = make_memory(e.plain_weights, src + p * share_elems);
+    dnnl::memory to = make_memory(e.weights, packed_data(out.data_ptr()) + p * share_bytes);
+    e.pack.execute(s, from, to);
+  }
+  s.wait();
+}
+
 void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  const int parts = conv_parts(a);
   std::optional<SingleThreadBuild> one;
-  if (conv_threads(a) == 1) one.emplace();
+  if (parts > 1 || conv_threads(a) == 1) one.emplace();
+  if (parts > 1) return pack_shares(*conv_entry(a), in[0], out[0], a, parts);
   pack_weight(*conv_entry(a), in[0], out[0], a);
 }
 
+// A split convolution: thread p runs the share primitive on the whole input, share p of the
+// weight and bias, into share p of the output (N = 1: a contiguous run of channel blocks).
+void run_shares(const std::shared_ptr<const PackedEntry>& e, const ConvBlockedAttrs& a, int parts,
+                const Tensor& x, const Tensor& packed_weight, Tensor& y, const float* bias) {
+  const std::size_t share_bytes = e->weights.get_size();
+  const auto bytes = static_cast<int64_t>(packed_weight.nbytes());
+  ATH_CHECK(packed_weight.is_contiguous() &&
+                bytes == static_cast<int64_t>(parts * share_bytes) + kPackedHeaderBytes,
+            ShapeError, "conv_blocked: a packed weight of {} bytes was packed for another shape",
+            bytes);
+  check_packed_header(packed_weight.data_ptr(), a, e->weights, "conv_blocked");
+  const int64_t share = a.weight_shape[0] / parts;
+  const int64_t share_out = y.numel() / parts;
+  const char* weights = packed_data(packed_weight.data_ptr());
+  auto* out = static_cast<float*>(y.data_ptr());
+  parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      CallArgs& args = thread_call_args(e);
+      bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
+      bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, weights + p * share_bytes);
+      bind_arg(args, DNNL_ARG_DST, e->dst, out + p * share_out);
+      if (bias != nullptr) bind_arg(args, DNNL_ARG_BIAS, e->bias, bias + p * share);
+      bind_scratchpad(args, e->scratchpad);
+      execute(e->prim, args);
+    }
+  });
+}
+
 void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedAttrs& a) {
+  const int parts = conv_parts(a);
   std::optional<SingleThreadBuild> one;
-  if (conv_threads(a) == 1) one.emplace();
+  if (parts == 1 && conv_threads(a) == 1) one.emplace();
   auto e = conv_entry(a);
   const Tensor x = in[0].contiguous();
   Tensor& y = out[0];
@@ -135,6 +232,11 @@ void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlocked
     if (r.data_ptr() != y.data_ptr()) std::memcpy(y.data_ptr(), r.data_ptr(), r.nbytes());
   }
   const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
+  if (parts > 1) {
+    run_shares(e, a, parts, x, in[1], y,
+               a.with_bias ? static_cast<const float*>(bias.data_ptr()) : nullptr);
+    return;
+  }
   run_packed(e, a, "conv_blocked", x.data_ptr(), in[1], y.data_ptr(),
              a.with_bias ? bias.data_ptr() : nullptr);
 }
@@ -260,7 +362,8 @@ std::array<int64_t, 2> conv_blocked_output_size(const ConvBlockedAttrs& a) {
 }
 
 int64_t conv_packed_weight_bytes(const ConvBlockedAttrs& a) {
-  return static_cast<int64_t>(conv_entry(a)->weights.get_size()) + kPackedHeaderBytes;
+  return conv_parts(a) * static_cast<int64_t>(conv_entry(a)->weights.get_size()) +
+         kPackedHeaderBytes;
 }
 
 }  // namespace ath::kernels
