@@ -286,8 +286,8 @@ struct PoolEntry : CachedPrimitive {
 };
 
 void pool_blocked_kernel(TensorSpan in, std::span<Tensor> out, const PoolBlockedAttrs& a) {
-  // 2x2 / stride-2 max pools directly: 0.5 us for W2's second pool at batch 1 against oneDNN's
-  // 2.4-4 (its primitive's set-up per call cost more than the pooling).
+  // Small non-overlapping max pools directly (pool_blocked_max.h): W2's second pool at batch 1
+  // took 3.2-3.4 us a call in the graph against oneDNN's 3.6-4.8.
   if (pool_blocked_max_direct(in[0].contiguous(), out[0], a)) return;
   const Shape &xs = in[0].shape(), &ys = out[0].shape();
   const ActivationLayout layout = a.layout;

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "athanor/core/parallel.h"
 #include "common/isa_dispatch.h"
 
 #if ATH_ISA_MULTI
@@ -18,6 +17,9 @@
 namespace ath::kernels {
 
 namespace {
+
+// The largest input pooled here (see the header).
+constexpr int64_t kMaxDirectElements = 65536;
 
 struct Geometry {
   int64_t ih, iw, oh, ow, kh, kw;
@@ -124,7 +126,7 @@ bool pool_blocked_max_direct(const Tensor& x, Tensor& y, const PoolBlockedAttrs&
   const bool blocked =
       a.layout == ActivationLayout::Blocked16 || a.layout == ActivationLayout::Blocked8;
   if (!a.max || !blocked || x.dtype() != kFloat32 || x.dim() != 5 || !x.is_contiguous() ||
-      !y.is_contiguous())
+      !y.is_contiguous() || x.numel() > kMaxDirectElements)
     return false;
   for (std::size_t i = 0; i < 2; ++i) {
     if (a.kernel[i] != a.stride[i] || a.pad_l[i] != 0 || a.pad_r[i] != 0) return false;
@@ -136,19 +138,10 @@ bool pool_blocked_max_direct(const Tensor& x, Tensor& y, const PoolBlockedAttrs&
   const auto* in = static_cast<const float*>(x.data_ptr());
   auto* out = static_cast<float*>(y.data_ptr());
   const int64_t rows = ys[0] * ys[1] * g.oh;
-  // ~64K input elements per chunk: below that, one thread (see the header).
-  const int64_t per_row = std::max<int64_t>(1, g.kh * g.iw * xs[4]);
-  const int64_t grain = std::max<int64_t>(1, 65536 / per_row);
-  auto run = [&](int64_t b, int64_t e) {
-    if (xs[4] == 16)
-      pool_rows_f32<16>(in, out, g, b, e);
-    else
-      pool_rows_f32<8>(in, out, g, b, e);
-  };
-  if (rows <= grain)
-    run(0, rows);
+  if (xs[4] == 16)
+    pool_rows_f32<16>(in, out, g, 0, rows);
   else
-    parallel_for(0, rows, grain, run);
+    pool_rows_f32<8>(in, out, g, 0, rows);
   return true;
 }
 
