@@ -240,5 +240,52 @@ TEST(BlockedLayout, WinogradStageMatches) {
   EXPECT_EQ(winograd, eligible ? 2 : 0) << g.to_text();  // the stage's two, not the stem (3 in)
 }
 
+// A convolution whose only reader is a non-overlapping max pool (W2's second layer): at batch 1
+// in a blocked layout the pool goes into the conv_blocked node (ConvBlockedAttrs::pool); at
+// batch 2 it stays its own pool_blocked node. A 4x4 input pooled 3x3 leaves a row and a column
+// over (floor). Both match the plain ops.
+TEST(BlockedLayout, BatchOnePoolGoesIntoTheConvolution) {
+  manual_seed(18);
+  const Tensor w0 = randn({32, 16, 3, 3}) * 0.1, b0 = randn({32});
+  for (const int64_t k : {2, 3}) {
+    const Tensor fw = randn({5, 32 * (14 / k) * (14 / k)}), fb = randn({5});
+    ModelBuilder m(13);
+    m.input("x", kF, {"N", 16, 14, 14});
+    m.initializer("w0", w0);
+    m.initializer("b0", b0);
+    m.initializer("fw", fw);
+    m.initializer("fb", fb);
+    conv(m, "x", "w0", "b0", "c0", 1, 1);
+    m.node("Relu", {"c0"}, {"r0"});
+    auto* pool = m.node("MaxPool", {"r0"}, {"p0"});
+    ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{k, k});
+    ModelBuilder::attr(pool, "strides", std::vector<int64_t>{k, k});
+    m.node("Flatten", {"p0"}, {"f"});
+    auto* gemm = m.node("Gemm", {"f", "fw", "fb"}, {"y"});
+    ModelBuilder::attr(gemm, "transB", int64_t{1});
+    m.output("y", kF);
+    InferenceSession s(m.save("pooled_conv_" + std::to_string(k)),
+                       {.threads = 2, .batch_parallel = BatchParallel::Off});
+    for (const int64_t batch : {1, 2}) {
+      const Tensor x = randn({batch, 16, 14, 14});
+      const Tensor want = linear(
+          max_pool2d(relu(conv2d(x, w0, b0, {.padding = 1})), {.kernel = k}).flatten(1), fw, fb);
+      for (int run = 0; run < 2; ++run)
+        EXPECT_TRUE(allclose(s.run({{"x", x}})[0], want, {.rtol = 1e-4, .atol = 1e-4}));
+      const graph::Graph& g = *s.last_graph();
+      const bool blocked = inference_activation_layout() != ActivationLayout::Nhwc ||
+                           winograd_eligible(ConvAttrs{}, {32, 16, 3, 3});
+      const bool fused = blocked && batch == 1;
+      EXPECT_EQ(g.count("pool_blocked") + g.count("max_pool2d"), fused ? 0 : 1) << g.to_text();
+      for (const graph::Node& n : g.nodes) {
+        if (n.op != &op_conv_blocked()) continue;
+        const auto& a = *static_cast<const ConvBlockedAttrs*>(n.attrs.get());
+        EXPECT_EQ(a.pool, (fused ? std::array<int64_t, 2>{k, k} : std::array<int64_t, 2>{1, 1}))
+            << g.to_text();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ath::onnx

@@ -169,7 +169,8 @@ TEST(AttrCodec, InferenceOnlyOps) {
                               .dst_layout = ActivationLayout::Blocked16,
                               .with_bias = true,
                               .relu = true,
-                              .winograd = true};
+                              .winograd = true,
+                              .pool = {2, 3}};
   const BlockedLayoutAttrs layout{.layout = ActivationLayout::Blocked8, .channels = 20};
   const PoolBlockedAttrs pool{.layout = ActivationLayout::Nhwc,
                               .kernel = {3, 3},

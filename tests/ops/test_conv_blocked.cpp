@@ -200,6 +200,66 @@ TEST(ConvBlocked, BatchOneSplitsOutputChannelsBetweenThreads) {
   }
 }
 
+// The pooled form (ConvBlockedAttrs::pool): conv [-> relu] -> a non-overlapping max pool in
+// one node, split between threads at batch 1 (each thread pools its share) and whole at batch 2,
+// 2x2 and 3x3 (a row and a column left over), Winograd and direct, against float64 ops; and the
+// attributes it refuses.
+TEST(ConvBlocked, PooledFormMatchesConvReluMaxPool) {
+  manual_seed(7);
+  const int saved = get_num_threads();
+  for (const ActivationLayout layout : layouts_here()) {
+    if (!is_blocked(layout)) continue;
+    for (const int64_t n : {1, 2}) {
+      for (const int64_t k : {2, 3}) {
+        for (const bool winograd : {false, true}) {
+          ConvAttrs conv{.pad_l = {1, 1}, .pad_r = {1, 1}};
+          if (winograd && (layout != L::Blocked16 || !winograd_eligible(conv, {64, 32, 3, 3})))
+            continue;
+          for (const int threads : {1, 2}) {
+            SCOPED_TRACE(fmt::format("layout {} n={} pool {} winograd {} threads {}",
+                                     static_cast<int64_t>(layout), n, k, winograd, threads));
+            const Tensor x = randn({n, 32, 14, 14}), w = randn({64, 32, 3, 3}) * 0.1,
+                         b = randn({64});
+            const ConvBlockedAttrs a{.conv = conv,
+                                     .src_shape = {n, 32, 14, 14},
+                                     .weight_shape = {64, 32, 3, 3},
+                                     .src_layout = layout,
+                                     .dst_layout = layout,
+                                     .with_bias = true,
+                                     .relu = true,
+                                     .winograd = winograd,
+                                     .pool = {k, k}};
+            const Tensor want = max_pool2d(
+                ath::relu(conv2d(f64(x), f64(w), f64(b), {.padding = 1})), {.kernel = k});
+            set_num_threads(threads);
+            const Tensor y =
+                conv_blocked(to_blocked(x, layout), conv_pack_weight(w, a), b, std::nullopt, a);
+            set_num_threads(saved);
+            EXPECT_EQ(y.shape(), layout_shape({n, 64, 14 / k, 14 / k}, layout));
+            expect_close(from_blocked(y, layout, 64), want, 1e-5);
+          }
+        }
+      }
+    }
+  }
+  ConvBlockedAttrs bad{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}},
+                       .src_shape = {1, 16, 4, 4},
+                       .weight_shape = {16, 16, 3, 3},
+                       .src_layout = L::Blocked8,
+                       .dst_layout = L::Blocked8,
+                       .pool = {2, 2}};
+  bad.residual = true;  // a residual of the unpooled output: not taken
+  EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), bad), ValueError);
+  bad.residual = false;
+  bad.dst_layout = L::Nhwc;
+  EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), bad), ValueError);
+  bad.dst_layout = L::Blocked8;
+  bad.pool = {5, 5};  // larger than the 4x4 output
+  EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), bad), ShapeError);
+  bad.pool = {0, 2};
+  EXPECT_THROW(conv_pack_weight(randn({16, 16, 3, 3}), bad), ValueError);
+}
+
 TEST(ConvBlocked, PlainOutputMatchesToo) {
   Tensor x = randn({2, 16, 9, 9}), w = randn({5, 16, 3, 3});
   ConvBlockedAttrs a{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}},

@@ -65,6 +65,11 @@ struct ConvBlockedAttrs {
   // kernels' speed at ResNet's shapes, with a rounding error a few times larger (still ~1e-6
   // relative to the output's scale).
   bool winograd = false;
+  // A non-overlapping max pool (kernel = stride = pool, no padding, floor) of the result, in a
+  // blocked output layout, without the pool's input ever being a graph value: a batch-1
+  // convolution split between threads (conv_blocked_dnnl.cpp) pools each thread's share of the
+  // channels where that thread computed it. {1, 1}: none. Not with a residual.
+  std::array<int64_t, 2> pool{1, 1};
   bool operator==(const ConvBlockedAttrs&) const = default;
 };
 

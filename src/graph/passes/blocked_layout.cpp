@@ -7,6 +7,8 @@
 //   conv(x, w, b) [-> relu]                 -> conv_blocked(xb, pack(w), b) {relu}
 //   relu(add(conv(x, w, b), r))             -> conv_blocked(xb, pack(w), b, rb) {sum, relu}
 //   max_pool2d(y) (indices unread)          -> pool_blocked(yb) {max}
+//   max_pool2d(conv(x, w, b)) (batch 1, kernel = stride, no padding, y read by the pool alone)
+//                                           -> conv_blocked(xb, pack(w), b) {pool}
 //   conv_relu_max_pool(x, w, b)             -> conv_relu_max_pool(x, w, b) {writes the layout}
 //   mean(y, dims {2, 3}, keepdim)           -> pool_blocked(yb) {average over H x W}
 //   linear(flatten(y), W)                   -> linear(flatten(yb), W's columns in yb's order)
@@ -73,6 +75,8 @@ class BlockedLayout {
                                     [](const Node& n) { return n.write != WriteKind::None; });
     for (std::size_t k = 0; k < old.size() && !writes; ++k)
       find_residual(old, k, deferred_to, absorbed);
+    for (std::size_t k = 0; k < old.size() && !writes; ++k)
+      find_pool(old, k, deferred_to, absorbed);
     for (std::size_t k = 0; k < old.size(); ++k) {
       Node& n = old[k];
       if (deferred_to[k] >= 0) continue;  // runs at its add
@@ -83,7 +87,10 @@ class BlockedLayout {
         continue;
       }
       if (convertible_conv(n)) {
-        emit_conv(n, {});
+        const auto pool = pooled_conv_.find(static_cast<int32_t>(k));
+        emit_conv(
+            n, {},
+            pool == pooled_conv_.end() ? nullptr : &old[static_cast<std::size_t>(pool->second)]);
         continue;
       }
       if (try_pool(n)) continue;
@@ -166,6 +173,36 @@ class BlockedLayout {
     residual_conv_[at] = res;
   }
 
+  // conv (no residual) -> max_pool2d (its only reader; indices unread; kernel = stride, no
+  // padding, floor) at batch 1 in a blocked layout: one conv_blocked with the pool
+  // (ConvBlockedAttrs::pool), which pools each thread's share of the channels where that thread
+  // computed it, instead of one thread reading back what the other core wrote (W2's second pool
+  // at batch 1: 3.2-4.5 us as its own node).
+  void find_pool(const std::vector<Node>& old, std::size_t k,
+                 const std::vector<int32_t>& deferred_to, std::vector<bool>& absorbed) {
+    const Node& c = old[k];
+    if (!convertible_conv(c) || deferred_to[k] >= 0 || absorbed[k]) return;
+    if (layout_ != ActivationLayout::Blocked8 && layout_ != ActivationLayout::Blocked16) return;
+    const ValueId y = c.outputs[0];
+    if (g_.value(y).meta.shape[0] != 1) return;
+    if (!uses_.private_to_one_reader(g_, y) || g_.storage_of(y) != y) return;
+    const int32_t pool_k = uses_.readers[static_cast<std::size_t>(y)][0];
+    const Node& pool = old[static_cast<std::size_t>(pool_k)];
+    if (pool.op != &op_max_pool2d() || pool.write != WriteKind::None || pool.attr_source ||
+        absorbed[static_cast<std::size_t>(pool_k)])
+      return;
+    const auto& m = *static_cast<const MaxPool2dAttrs*>(pool.attrs.get());
+    const ValueId idx = g_.storage_of(pool.outputs[1]);
+    if (!uses_.readers[static_cast<std::size_t>(idx)].empty() ||
+        uses_.pinned[static_cast<std::size_t>(idx)] || m.ceil_mode)
+      return;
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (m.dilation[i] != 1 || m.padding[i] != 0 || m.kernel[i] != m.stride[i]) return;
+    }
+    absorbed[static_cast<std::size_t>(pool_k)] = true;
+    pooled_conv_[static_cast<int32_t>(k)] = pool_k;
+  }
+
   ValueId emit(const OpDef& op, std::shared_ptr<const void> attrs, std::vector<ValueId> inputs) {
     const std::vector<ValueId> out = g_.add_node_erased(op, std::move(attrs), std::move(inputs));
     nodes_.push_back(std::move(g_.nodes.back()));
@@ -199,7 +236,8 @@ class BlockedLayout {
     return plain_[i];
   }
 
-  void emit_conv(const Node& n, const Residual& res) {
+  // `pool`: a max_pool2d of the result to fold in (find_pool), or null.
+  void emit_conv(const Node& n, const Residual& res, const Node* pool = nullptr) {
     const ConvAttrs& c = *conv_attrs(n);
     const ValueId x = n.inputs[0];
     const Shape& xs = g_.value(x).meta.shape;
@@ -219,6 +257,10 @@ class BlockedLayout {
                        .with_bias = n.inputs.size() == 3,
                        .residual = res.conv >= 0,
                        .relu = n.op == &op_convolution_relu() || res.relu};
+    if (pool != nullptr) {
+      const auto& m = *static_cast<const MaxPool2dAttrs*>(pool->attrs.get());
+      a.pool = {m.kernel[0], m.kernel[1]};
+    }
     const Tensor& w = g_.constants[static_cast<std::size_t>(g_.value(n.inputs[1]).index)];
     a.winograd = layout_ == ActivationLayout::Blocked16 && !plain_src &&
                  winograd_eligible(a.conv, a.weight_shape);
@@ -234,7 +276,9 @@ class BlockedLayout {
     grow();
     if (a.with_bias) in.push_back(n.inputs[2]);
     if (a.residual) in.push_back(blocked_of(res.residual));
-    const ValueId y = res.conv >= 0 ? res.result : n.outputs[0];
+    const ValueId y = res.conv >= 0     ? res.result
+                      : pool != nullptr ? pool->outputs[0]
+                                        : n.outputs[0];
     set_blocked(y, emit(op_conv_blocked(), op_conv_blocked().clone_attrs(&a), std::move(in)));
   }
 
@@ -356,6 +400,7 @@ class BlockedLayout {
   std::vector<ValueId> blocked_;  // by plain value: its blocked form, once made
   std::vector<bool> gone_;        // by plain value: no longer computed in its plain form
   std::vector<ValueId> plain_;    // by gone value: the from_blocked that makes it again
+  std::unordered_map<int32_t, int32_t> pooled_conv_;     // conv node -> the max pool it absorbs
   std::unordered_map<int32_t, Residual> residual_conv_;  // by the node it runs at
   std::vector<Node> nodes_;
   std::vector<Node> nodes_at_start_;  // the graph as it came, for reading producers

@@ -39,10 +39,22 @@ void check_attrs(const ConvBlockedAttrs& a) {
             ValueError,
             "a Winograd convolution needs AVX-512, nChw16c in and out, a 3x3 stride-1 kernel and "
             "channels that are multiples of 16");
+  const bool pooled = a.pool[0] != 1 || a.pool[1] != 1;
+  ATH_CHECK(a.pool[0] >= 1 && a.pool[1] >= 1 &&
+                (!pooled || (!a.residual && (a.dst_layout == ActivationLayout::Blocked8 ||
+                                             a.dst_layout == ActivationLayout::Blocked16))),
+            ValueError,
+            "a pooled blocked convolution needs pool sizes >= 1, a blocked output and no "
+            "residual");
   ATH_CHECK(a.weight_shape[1] == a.src_shape[1], ShapeError,
             "weight of shape [{}, {}, {}, {}] does not match the input's {} channels",
             a.weight_shape[0], a.weight_shape[1], a.weight_shape[2], a.weight_shape[3],
             a.src_shape[1]);
+  if (pooled) {
+    const auto [oh, ow] = kernels::conv_blocked_output_size(a);
+    ATH_CHECK(oh >= a.pool[0] && ow >= a.pool[1], ShapeError,
+              "a {}x{} pool of a {}x{} convolution output", a.pool[0], a.pool[1], oh, ow);
+  }
 }
 
 // The logical [N, C, H, W] of a tensor in `layout` with `channels` channels (Nchw: its shape).
@@ -76,7 +88,8 @@ std::array<int64_t, 4> logical_shape(const Tensor& t, ActivationLayout layout, i
 
 Shape output_shape(const ConvBlockedAttrs& a) {
   const auto [oh, ow] = kernels::conv_blocked_output_size(a);
-  return layout_shape({a.src_shape[0], a.weight_shape[0], oh, ow}, a.dst_layout);
+  return layout_shape({a.src_shape[0], a.weight_shape[0], oh / a.pool[0], ow / a.pool[1]},
+                      a.dst_layout);
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 // Memory contract: inputs are only read. Outputs are written once, whole — padding channels of
 // a blocked output included (oneDNN zeroes them) — except conv_blocked with a residual: the
 // residual is copied into the output first (skipped when the memory plan already placed the
-// output over it) and the convolution adds to it (oneDNN's sum post-op).
+// output over it) and the convolution adds to it (oneDNN's sum post-op); and a pooled
+// conv_blocked (ConvBlockedAttrs::pool), whose convolution writes a temporary of the unpooled
+// size from athanor's allocator (not the graph's arena: at batch 1 it is a few tens of KB), read
+// once by the pool.
 #include "conv_blocked_dnnl.h"
 
 #include <cstdlib>
@@ -15,6 +18,7 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/ops/conv_blocked.h"
+#include "athanor/ops/creation.h"
 #include "common/dnnl_utils.h"
 #include "common/register.h"
 #include "packed_weight_header.h"
@@ -192,10 +196,22 @@ void pack_weight_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlockedA
   pack_weight(*conv_entry(a), in[0], out[0], a);
 }
 
+// Pools the convolution output at c (a run of `planes` blocked [oh, ow, block] planes) into y
+// when the convolution is pooled (ConvBlockedAttrs::pool).
+void pool_planes(const ConvBlockedAttrs& a, const float* c, float* y, int64_t planes) {
+  const auto [oh, ow] = conv_blocked_output_size(a);
+  max_pool_blocked_planes(c, y, planes, oh, ow, a.pool[0], a.pool[1],
+                          static_cast<int64_t>(a.dst_layout));
+}
+
+bool pooled(const ConvBlockedAttrs& a) { return a.pool[0] != 1 || a.pool[1] != 1; }
+
 // A split convolution: thread p runs the share primitive on the whole input, share p of the
-// weight and bias, into share p of the output (N = 1: a contiguous run of channel blocks).
+// weight and bias, into share p of the output (N = 1: a contiguous run of channel blocks) — or,
+// pooled, into share p of `conv` and then pools it into share p of y, from its own cache.
 void run_shares(const std::shared_ptr<const PackedEntry>& e, const ConvBlockedAttrs& a, int parts,
-                const Tensor& x, const Tensor& packed_weight, Tensor& y, const float* bias) {
+                const Tensor& x, const Tensor& packed_weight, Tensor& conv, Tensor& y,
+                const float* bias) {
   const std::size_t share_bytes = e->weights.get_size();
   const auto bytes = static_cast<int64_t>(packed_weight.nbytes());
   ATH_CHECK(packed_weight.is_contiguous() &&
@@ -204,18 +220,21 @@ void run_shares(const std::shared_ptr<const PackedEntry>& e, const ConvBlockedAt
             bytes);
   check_packed_header(packed_weight.data_ptr(), a, e->weights, "conv_blocked");
   const int64_t share = a.weight_shape[0] / parts;
-  const int64_t share_out = y.numel() / parts;
+  const int64_t share_conv = conv.numel() / parts, share_y = y.numel() / parts;
+  const int64_t share_planes = share / static_cast<int64_t>(a.dst_layout);
   const char* weights = packed_data(packed_weight.data_ptr());
+  auto* c = static_cast<float*>(conv.data_ptr());
   auto* out = static_cast<float*>(y.data_ptr());
   parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       CallArgs& args = thread_call_args(e);
       bind_arg(args, DNNL_ARG_SRC, e->src, x.data_ptr());
       bind_arg(args, DNNL_ARG_WEIGHTS, e->weights, weights + p * share_bytes);
-      bind_arg(args, DNNL_ARG_DST, e->dst, out + p * share_out);
+      bind_arg(args, DNNL_ARG_DST, e->dst, c + p * share_conv);
       if (bias != nullptr) bind_arg(args, DNNL_ARG_BIAS, e->bias, bias + p * share);
       bind_scratchpad(args, e->scratchpad);
       execute(e->prim, args);
+      if (pooled(a)) pool_planes(a, c + p * share_conv, out + p * share_y, share_planes);
     }
   });
 }
@@ -232,13 +251,21 @@ void conv_blocked_kernel(TensorSpan in, std::span<Tensor> out, const ConvBlocked
     if (r.data_ptr() != y.data_ptr()) std::memcpy(y.data_ptr(), r.data_ptr(), r.nbytes());
   }
   const Tensor bias = a.with_bias ? in[2].contiguous() : Tensor();
+  // Pooled: the convolution's own output is a temporary of this call.
+  const auto [oh, ow] = conv_blocked_output_size(a);
+  Tensor conv = pooled(a)
+                    ? empty(layout_shape({a.src_shape[0], a.weight_shape[0], oh, ow}, a.dst_layout))
+                    : y;
   if (parts > 1) {
-    run_shares(e, a, parts, x, in[1], y,
+    run_shares(e, a, parts, x, in[1], conv, y,
                a.with_bias ? static_cast<const float*>(bias.data_ptr()) : nullptr);
     return;
   }
-  run_packed(e, a, "conv_blocked", x.data_ptr(), in[1], y.data_ptr(),
+  run_packed(e, a, "conv_blocked", x.data_ptr(), in[1], conv.data_ptr(),
              a.with_bias ? bias.data_ptr() : nullptr);
+  if (pooled(a))
+    pool_planes(a, static_cast<const float*>(conv.data_ptr()), static_cast<float*>(y.data_ptr()),
+                conv.size(0) * conv.size(1));
 }
 
 struct ReorderEntry : CachedPrimitive {

@@ -125,6 +125,32 @@ ATH_ISA_TARGET_AVX2 void conv_pool_row_avx2(const Task& t, float* out) {
   }
 }
 
+// Folds a group's kGroup convolution sums (positions p0...) into their pool windows' maxima in
+// out. Positions of one window are adjacent: their max is taken in registers, and each slot is
+// read and written once per group (a load of the slot just stored waited on the store); with
+// 2x2 pools a group is two whole windows (or a window's copies), reduced without the compares.
+ATH_ISA_TARGET_AVX512 [[gnu::always_inline]] inline void fold_group(const Task& t, int64_t p0,
+                                                                    const __m512* acc, float* out) {
+  if (t.window == 4) {
+    for (int64_t k = 0; k < kGroup; k += 4) {
+      const __m512 cur = max_nan(acc[k + 3], max_nan(acc[k + 2], max_nan(acc[k + 1], acc[k])));
+      float* m = out + t.slot[p0 + k] * kLanes;
+      _mm512_storeu_ps(m, max_nan(cur, _mm512_loadu_ps(m)));
+    }
+    return;
+  }
+  __m512 cur = acc[0];
+  for (int64_t k = 1; k <= kGroup; ++k) {
+    if (k < kGroup && t.slot[p0 + k] == t.slot[p0 + k - 1]) {
+      cur = max_nan(acc[k], cur);
+      continue;
+    }
+    float* m = out + t.slot[p0 + k - 1] * kLanes;
+    _mm512_storeu_ps(m, max_nan(cur, _mm512_loadu_ps(m)));
+    if (k < kGroup) cur = acc[k];
+  }
+}
+
 ATH_ISA_TARGET_AVX512 void conv_pool_row_avx512(const Task& t, float* out) {
   for (int64_t p0 = 0; p0 < t.positions; p0 += kGroup) {
     __m512 acc[kGroup];
@@ -140,18 +166,7 @@ ATH_ISA_TARGET_AVX512 void conv_pool_row_avx512(const Task& t, float* out) {
         }
       }
     }
-    // Positions of one window are adjacent: their max is taken in registers, and each slot is
-    // read and written once per group (a load of the slot just stored waited on the store).
-    __m512 cur = acc[0];
-    for (int64_t k = 1; k <= kGroup; ++k) {
-      if (k < kGroup && t.slot[p0 + k] == t.slot[p0 + k - 1]) {
-        cur = max_nan(acc[k], cur);
-        continue;
-      }
-      float* m = out + t.slot[p0 + k - 1] * kLanes;
-      _mm512_storeu_ps(m, max_nan(cur, _mm512_loadu_ps(m)));
-      if (k < kGroup) cur = acc[k];
-    }
+    fold_group(t, p0, acc, out);
   }
 }
 
@@ -184,24 +199,7 @@ ATH_ISA_TARGET_AVX512 void conv_pool_row_avx512_3x3(const Task& t, float* out) {
         }
       }
     }
-    if (t.window == 4) {  // 2x2 pools: a group is two whole windows (or a window's copies)
-      for (int64_t k = 0; k < kGroup; k += 4) {
-        const __m512 cur = max_nan(acc[k + 3], max_nan(acc[k + 2], max_nan(acc[k + 1], acc[k])));
-        float* m = out + t.slot[p0 + k] * kLanes;
-        _mm512_storeu_ps(m, max_nan(cur, _mm512_loadu_ps(m)));
-      }
-      continue;
-    }
-    __m512 cur = acc[0];
-    for (int64_t k = 1; k <= kGroup; ++k) {
-      if (k < kGroup && t.slot[p0 + k] == t.slot[p0 + k - 1]) {
-        cur = max_nan(acc[k], cur);
-        continue;
-      }
-      float* m = out + t.slot[p0 + k - 1] * kLanes;
-      _mm512_storeu_ps(m, max_nan(cur, _mm512_loadu_ps(m)));
-      if (k < kGroup) cur = acc[k];
-    }
+    fold_group(t, p0, acc, out);
   }
 }
 #endif

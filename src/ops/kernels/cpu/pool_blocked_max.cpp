@@ -145,4 +145,13 @@ bool pool_blocked_max_direct(const Tensor& x, Tensor& y, const PoolBlockedAttrs&
   return true;
 }
 
+void max_pool_blocked_planes(const float* x, float* y, int64_t planes, int64_t ih, int64_t iw,
+                             int64_t kh, int64_t kw, int64_t block) {
+  const Geometry g{.ih = ih, .iw = iw, .oh = ih / kh, .ow = iw / kw, .kh = kh, .kw = kw};
+  if (block == 16)
+    pool_rows_f32<16>(x, y, g, 0, planes * g.oh);
+  else
+    pool_rows_f32<8>(x, y, g, 0, planes * g.oh);
+}
+
 }  // namespace ath::kernels

@@ -18,4 +18,11 @@ namespace ath::kernels {
 // touching nothing, otherwise (the caller runs oneDNN's pooling).
 bool pool_blocked_max_direct(const Tensor& x, Tensor& y, const PoolBlockedAttrs& a);
 
+// The same kernel on raw memory of any size, on the calling thread: `planes` (image, channel
+// block) planes of [ih, iw, block] floats at x, each pooled by non-overlapping kh x kw windows
+// (floor) into [ih / kh, iw / kw, block] at y. block: 8 or 16. (conv_blocked's pooled form runs
+// it on each thread's share.)
+void max_pool_blocked_planes(const float* x, float* y, int64_t planes, int64_t ih, int64_t iw,
+                             int64_t kh, int64_t kw, int64_t block);
+
 }  // namespace ath::kernels
