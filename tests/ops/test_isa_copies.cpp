@@ -1,9 +1,9 @@
 // The kernels compiled once per ISA (the attention softmax, layer norm, 2x2 max-pool, the losses,
-// the LSTM/GRU cells) give bitwise-identical results at every ISA level this host can run, from
-// baseline x86-64 up: each copy does the same IEEE operations in the same order. GELU's wide
-// copies fuse multiply-adds (for speed), so they agree with each other bitwise and with the
-// baseline copy to a few ulp; so do self_attention's. The optimizer updates have the same test in
-// tests/optim (Optimizer.BaselineIsaLoopsGiveTheSameBits).
+// the LSTM/GRU cells, the float32 sum over leading dims) give bitwise-identical results at every
+// ISA level this host can run, from baseline x86-64 up: each copy does the same IEEE operations in
+// the same order. GELU's wide copies fuse multiply-adds (for speed), so they agree with each other
+// bitwise and with the baseline copy to a few ulp; so do self_attention's. The optimizer updates
+// have the same test in tests/optim (Optimizer.BaselineIsaLoopsGiveTheSameBits).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -68,6 +68,27 @@ TEST(IsaCopies, Gelu) {
         EXPECT_EQ(results[i][k], results[1][k]) << "AVX-512 vs AVX2, output " << k;
       }
     }
+  }
+}
+
+// The float32 sum over leading dims (the bias gradient) runs a copy per ISA: the same bits at
+// every level, and the same bits as the reduce-along-rows path (a transposed view is summed
+// there), which keeps the same order. Shapes: a block of the whole inner dim with a row count
+// not a multiple of 16; 300 outputs (a 256-wide block and a 44-wide one); an outer dim of 3.
+TEST(IsaCopies, SumOverLeadingDims) {
+  Generator gen(3);
+  const Tensor a = randn({100, 64}, {.generator = &gen}),
+               b = randn({333, 300}, {.generator = &gen}),
+               c = randn({3, 50, 20}, {.generator = &gen});
+  expect_same_bits_at_every_isa([&] {
+    return std::vector<Tensor>{sum(a, {0}), sum(b, {0}), sum(c, {1}), sum(b, {0}, true)};
+  });
+  for (const Tensor& x : {a, b}) {
+    const Tensor rows_view = x.t().contiguous().t();  // not contiguous: the other path
+    ASSERT_FALSE(rows_view.is_contiguous());
+    EXPECT_TRUE(equal(sum(x, {0}), sum(rows_view, {0})));
+    EXPECT_TRUE(
+        allclose(sum(x, {0}).to(kFloat64), sum(x.to(kFloat64), {0}), {.rtol = 1e-5, .atol = 1e-5}));
   }
 }
 

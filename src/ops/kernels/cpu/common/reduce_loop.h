@@ -102,14 +102,47 @@ Acc reduce_chunked(const T* p, int64_t n, Acc init, const Combine& combine, cons
   return acc;
 }
 
-// The outer path: x is [outer, n, inner] contiguous, out is [outer, inner]. Blocks of up to
-// kOuterBlock outputs run in parallel; within a block, input row i is combined into lane-row
-// i % 16 (lane-rows are `w` accumulators apart), so every output sees exactly reduce_run's order.
-// When a block spans the whole inner dim, 16 consecutive input rows are one contiguous run that
-// maps onto the 16 lane-rows element for element: one long vectorized loop per 16 rows.
+// One block of the outer path: the w outputs at dst from n input rows `inner` apart starting at
+// base. Input row i is combined into lane-row i % 16 of `lanes` (16 * w accumulators; lane-rows
+// are w apart), so every output sees exactly reduce_run's order. When the block spans the whole
+// inner dim, 16 consecutive input rows are one contiguous run that maps onto the 16 lane-rows
+// element for element: one long vectorized loop per 16 rows. Always inlined, so that a copy
+// compiled per ISA (sum_mean.cpp's float sum) vectorizes it at that ISA's width.
 template <class T, class Acc, class Out, class Combine, class Finalize, class Map>
-void reduce_outer(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o, Acc init,
-                  const Combine& combine, const Finalize& finalize, const Map& map) {
+[[gnu::always_inline]] inline void reduce_outer_block(const T* base, int64_t n, int64_t inner,
+                                                      int64_t w, Acc* lanes, Out* dst, Acc init,
+                                                      const Combine& combine,
+                                                      const Finalize& finalize, const Map& map) {
+  std::fill(lanes, lanes + kLanes * w, init);
+  if (w == inner) {
+    for (int64_t i = 0; i < n; i += kLanes) {
+      const T* src = base + i * inner;
+      const int64_t len = std::min<int64_t>(kLanes, n - i) * w;
+      for (int64_t k = 0; k < len; ++k) lanes[k] = combine(lanes[k], map(load(src + k)));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      Acc* lane = lanes + (i % kLanes) * w;
+      const T* row = base + i * inner;
+      for (int64_t j = 0; j < w; ++j) lane[j] = combine(lane[j], map(load(row + j)));
+    }
+  }
+  for (int s = kLanes / 2; s >= 1; s /= 2) {  // the same pairwise tree as reduce_run
+    for (int l = 0; l < s; ++l) {
+      Acc* d = lanes + l * w;
+      const Acc* src = lanes + (l + s) * w;
+      for (int64_t j = 0; j < w; ++j) d[j] = combine(d[j], src[j]);
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) dst[j] = static_cast<Out>(finalize(lanes[j]));
+}
+
+// The outer path: x is [outer, n, inner] contiguous, out is [outer, inner]. Blocks of up to
+// kOuterBlock outputs run in parallel, each by block(base, n, inner, w, lanes, dst): by default
+// reduce_outer_block with the reduction's functions.
+template <class T, class Acc, class Out, class Block>
+void reduce_outer_blocks(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o,
+                         const Block& block) {
   const int64_t blocks_per_outer = (inner + kOuterBlock - 1) / kOuterBlock;
   const int64_t blocks = outer * blocks_per_outer;
   const int64_t work = std::max<int64_t>(n, 1) * std::min(inner, kOuterBlock);
@@ -120,34 +153,21 @@ void reduce_outer(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o, A
     for (int64_t blk = b; blk < e; ++blk) {
       const int64_t a = blk / blocks_per_outer;
       const int64_t c0 = (blk % blocks_per_outer) * kOuterBlock;
-      const int64_t w = std::min(kOuterBlock, inner - c0);
-      const T* base = p + a * n * inner + c0;
-      Acc* lanes = acc.get();
-      std::fill(lanes, lanes + kLanes * w, init);
-      if (w == inner) {
-        for (int64_t i = 0; i < n; i += kLanes) {
-          const T* src = base + i * inner;
-          const int64_t len = std::min<int64_t>(kLanes, n - i) * w;
-          for (int64_t k = 0; k < len; ++k) lanes[k] = combine(lanes[k], map(load(src + k)));
-        }
-      } else {
-        for (int64_t i = 0; i < n; ++i) {
-          Acc* lane = lanes + (i % kLanes) * w;
-          const T* row = base + i * inner;
-          for (int64_t j = 0; j < w; ++j) lane[j] = combine(lane[j], map(load(row + j)));
-        }
-      }
-      for (int s = kLanes / 2; s >= 1; s /= 2) {  // the same pairwise tree as reduce_run
-        for (int l = 0; l < s; ++l) {
-          Acc* dst = lanes + l * w;
-          const Acc* src = lanes + (l + s) * w;
-          for (int64_t j = 0; j < w; ++j) dst[j] = combine(dst[j], src[j]);
-        }
-      }
-      Out* dst = o + a * inner + c0;
-      for (int64_t j = 0; j < w; ++j) dst[j] = static_cast<Out>(finalize(lanes[j]));
+      block(p + a * n * inner + c0, n, inner, std::min(kOuterBlock, inner - c0), acc.get(),
+            o + a * inner + c0);
     }
   });
+}
+
+template <class T, class Acc, class Out, class Combine, class Finalize, class Map>
+void reduce_outer(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o, Acc init,
+                  const Combine& combine, const Finalize& finalize, const Map& map) {
+  reduce_outer_blocks<T, Acc, Out>(
+      p, outer, n, inner, o,
+      [&](const T* base, int64_t rows, int64_t pitch, int64_t w, Acc* lanes, Out* dst) {
+        reduce_outer_block<T, Acc, Out>(base, rows, pitch, w, lanes, dst, init, combine, finalize,
+                                        map);
+      });
 }
 
 // out[m] = finalize(combine over n of map(x[m, n])) for every m. T is x's storage type, Out the
