@@ -9,7 +9,6 @@
 // once; writes each output element once.
 #include "linear_packed_dnnl.h"
 
-#include <cstring>
 #include <optional>
 
 #include "athanor/ops/linear_packed.h"
@@ -39,9 +38,7 @@ bool direct(const LinearPackedAttrs& a) {
 void pack_direct(const Tensor& weight, Tensor& out, const LinearPackedAttrs& a) {
   const Tensor w = weight.contiguous();
   const int64_t n = a.out_features, k = a.in_features;
-  const uint64_t header[3] = {kPackedMagic, static_cast<uint64_t>(hash_attrs(a)), kDirectFormat};
-  std::memset(out.data_ptr(), 0, kPackedHeaderBytes);
-  std::memcpy(out.data_ptr(), header, sizeof(header));
+  write_packed_header(out.data_ptr(), a, kDirectFormat);
   const auto* src = static_cast<const float*>(w.data_ptr());
   auto* dst = reinterpret_cast<float*>(packed_data(out.data_ptr()));
   for (int64_t o = 0; o < n; ++o)
@@ -56,14 +53,7 @@ void run_direct(const LinearPackedAttrs& a, const float* x, const Tensor& packed
   const auto bytes = static_cast<int64_t>(packed.nbytes());
   ATH_CHECK(packed.is_contiguous() && bytes == n * k * 4 + kPackedHeaderBytes, ShapeError,
             "linear_packed: a packed weight of {} bytes was packed for another shape", bytes);
-  uint64_t header[3];
-  std::memcpy(header, packed.data_ptr(), sizeof(header));
-  ATH_CHECK(header[0] == kPackedMagic && header[1] == static_cast<uint64_t>(hash_attrs(a)),
-            ValueError,
-            "linear_packed: the packed weight was packed for another shape or epilogue");
-  ATH_CHECK(header[2] == kDirectFormat, ValueError,
-            "linear_packed: the packed weight is in another format than this kernel reads; pack "
-            "it again");
+  check_packed_header(packed.data_ptr(), a, kDirectFormat, "linear_packed");
   const auto* w = reinterpret_cast<const float*>(packed_data(packed.data_ptr()));
   for (int64_t r = 0; r < a.rows; ++r) {
     float* yr = y + r * n;

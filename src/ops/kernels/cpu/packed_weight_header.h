@@ -42,25 +42,36 @@ inline uint64_t weight_format_hash(const dnnl::memory::desc& md) {
   return static_cast<uint64_t>(h);
 }
 
+// `format_word`: weight_format_hash of the oneDNN format the weight is in, or a kernel's own
+// constant for a layout of its own (linear_packed's direct loop).
 template <class A>
-void write_packed_header(void* dst, const A& attrs, const dnnl::memory::desc& format) {
-  const uint64_t header[3] = {kPackedMagic, static_cast<uint64_t>(hash_attrs(attrs)),
-                              weight_format_hash(format)};
+void write_packed_header(void* dst, const A& attrs, uint64_t format_word) {
+  const uint64_t header[3] = {kPackedMagic, static_cast<uint64_t>(hash_attrs(attrs)), format_word};
   std::memset(dst, 0, kPackedHeaderBytes);
   std::memcpy(dst, header, sizeof(header));
 }
 
 template <class A>
-void check_packed_header(const void* src, const A& attrs, const dnnl::memory::desc& format,
-                         const char* op) {
+void write_packed_header(void* dst, const A& attrs, const dnnl::memory::desc& format) {
+  write_packed_header(dst, attrs, weight_format_hash(format));
+}
+
+template <class A>
+void check_packed_header(const void* src, const A& attrs, uint64_t format_word, const char* op) {
   uint64_t header[3];
   std::memcpy(header, src, sizeof(header));
   ATH_CHECK(header[0] == kPackedMagic && header[1] == static_cast<uint64_t>(hash_attrs(attrs)),
             ValueError, "{}: the packed weight was packed for another shape or epilogue", op);
-  ATH_CHECK(header[2] == weight_format_hash(format), ValueError,
-            "{}: the packed weight is in another format than this primitive reads (packed under "
+  ATH_CHECK(header[2] == format_word, ValueError,
+            "{}: the packed weight is in another format than this kernel reads (packed under "
             "another thread count or CPU ISA); pack it again",
             op);
+}
+
+template <class A>
+void check_packed_header(const void* src, const A& attrs, const dnnl::memory::desc& format,
+                         const char* op) {
+  check_packed_header(src, attrs, weight_format_hash(format), op);
 }
 
 inline const char* packed_data(const void* p) {

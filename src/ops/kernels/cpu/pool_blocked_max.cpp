@@ -132,16 +132,11 @@ bool pool_blocked_max_direct(const Tensor& x, Tensor& y, const PoolBlockedAttrs&
     if (a.kernel[i] != a.stride[i] || a.pad_l[i] != 0 || a.pad_r[i] != 0) return false;
   }
   const Shape &xs = x.shape(), &ys = y.shape();
-  const Geometry g{
-      .ih = xs[2], .iw = xs[3], .oh = ys[2], .ow = ys[3], .kh = a.kernel[0], .kw = a.kernel[1]};
-  if (g.oh * g.kh > g.ih || g.ow * g.kw > g.iw) return false;  // windows past the input
-  const auto* in = static_cast<const float*>(x.data_ptr());
-  auto* out = static_cast<float*>(y.data_ptr());
-  const int64_t rows = ys[0] * ys[1] * g.oh;
-  if (xs[4] == 16)
-    pool_rows_f32<16>(in, out, g, 0, rows);
-  else
-    pool_rows_f32<8>(in, out, g, 0, rows);
+  // Floor windows only (what the op's shape rule gives for these attributes).
+  if (ys[2] != xs[2] / a.kernel[0] || ys[3] != xs[3] / a.kernel[1]) return false;
+  max_pool_blocked_planes(static_cast<const float*>(x.data_ptr()),
+                          static_cast<float*>(y.data_ptr()), ys[0] * ys[1], xs[2], xs[3],
+                          a.kernel[0], a.kernel[1], xs[4]);
   return true;
 }
 
