@@ -236,15 +236,16 @@ TEST(CompileDebug, WritesEachStageAndAPageWithTheArenaPicture) {
   for (int i = 0; i < 3; ++i) step(x, y);
   ASSERT_EQ(step.stats().replays, 1);
   const std::filesystem::path graph_dir = dir / "graph0";
-  for (const char* f : {"0_traced.txt", "8_fuse.txt", "9_dce.dot", "memory_plan.txt"})
+  for (const char* f : {"0_traced.txt", "9_fuse.txt", "10_dce.dot", "memory_plan.txt"})
     EXPECT_TRUE(std::filesystem::exists(graph_dir / f)) << f;
   std::ifstream in(graph_dir / "index.html");
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("<svg"), std::string::npos);
   EXPECT_EQ(page.find("<li>none</li>"), std::string::npos);  // W2's ReLU backwards are listed
   EXPECT_NE(page.find("r4=to_float(r3)"), std::string::npos);
-  EXPECT_NE(page.find("<summary>8_fuse</summary>"), std::string::npos);
-  EXPECT_NE(page.find("(convolution_relu): nodes 0.."), std::string::npos);  // a buffer's tooltip
+  EXPECT_NE(page.find("<summary>9_fuse</summary>"), std::string::npos);
+  // A buffer's tooltip (node 0: the first convolution, ReLU and pool, "conv_pool_train").
+  EXPECT_NE(page.find("(conv_relu_max_pool_indices): nodes 0.."), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

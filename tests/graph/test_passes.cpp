@@ -303,13 +303,14 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(r.passes[3].name, "log_softmax_nll");
   EXPECT_EQ(r.passes[4].name, "epilogue");
   EXPECT_EQ(r.passes[5].name, "pool_mask");
-  EXPECT_EQ(r.passes[6].name, "norm_add");
-  EXPECT_EQ(r.passes[7].name, "fuse");
-  EXPECT_EQ(r.passes[7].changed, 0);  // exp has no fused form: add and neg stay single nodes
-  EXPECT_EQ(r.passes[8].name, "dce");
-  EXPECT_EQ(r.passes[8].changed, 1);
-  EXPECT_EQ(r.passes[9].name, "remat");
-  EXPECT_EQ(r.passes[10].name, "sink");
+  EXPECT_EQ(r.passes[6].name, "conv_pool_train");  // after pool_mask, which frees the conv output
+  EXPECT_EQ(r.passes[7].name, "norm_add");
+  EXPECT_EQ(r.passes[8].name, "fuse");
+  EXPECT_EQ(r.passes[8].changed, 0);  // exp has no fused form: add and neg stay single nodes
+  EXPECT_EQ(r.passes[9].name, "dce");
+  EXPECT_EQ(r.passes[9].changed, 1);
+  EXPECT_EQ(r.passes[10].name, "remat");
+  EXPECT_EQ(r.passes[11].name, "sink");
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph inference = g;
   // remat and sink lower a training step's peak: an inference graph keeps nothing for a backward.
@@ -318,11 +319,11 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
-  EXPECT_EQ(
-      run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll", "epilogue",
-                                  "pool_mask", "norm_add", "fuse", "remat", "sink", "interop"}})
-          .passes.size(),
-      0u);
+  EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll",
+                                        "epilogue", "pool_mask", "conv_pool_train", "norm_add",
+                                        "fuse", "remat", "sink", "interop"}})
+                .passes.size(),
+            0u);
 }
 
 }  // namespace

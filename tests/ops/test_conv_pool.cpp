@@ -19,7 +19,8 @@ struct Case {
 };
 
 // Float32-only inference kernel: its op-table row is the tests below, against float64 ops.
-const testing::CoveredElsewhere covered[] = {{"conv_relu_max_pool", "test_conv_pool.cpp"}};
+const testing::CoveredElsewhere covered[] = {{"conv_relu_max_pool", "test_conv_pool.cpp"},
+                                             {"conv_relu_max_pool_indices", "test_conv_pool.cpp"}};
 
 // The unfused ops in float64, in the layout asked for (rounded to float32 for the layout
 // conversion, which is float32-only, after the float64 arithmetic).
@@ -131,6 +132,108 @@ TEST(ConvReluMaxPool, BadInputsNameWhatIsWrong) {
   ConvPoolAttrs zero = a;
   zero.pool = {0, 2};
   expect_error<ValueError>([&] { conv_relu_max_pool(x, w, b, zero); }, "pool size");
+}
+
+// ---- the training form: pooled values and max_pool2d's indices ------------------------------
+
+// max_pool2d_with_indices(relu(conv2d)) in float64; the values rounded to float32.
+std::pair<Tensor, Tensor> reference_indices(const Tensor& x, const Tensor& w, const Tensor& b,
+                                            const Case& c) {
+  auto [p, idx] =
+      max_pool2d_with_indices(relu(conv2d(x.to(kFloat64), w.to(kFloat64), b.to(kFloat64),
+                                          {.stride = c.stride, .padding = c.pad})),
+                              {.kernel = Int2(c.pool[0], c.pool[1])});
+  return {p.to(kFloat32), idx};
+}
+
+TEST(ConvReluMaxPoolIndices, MatchesMaxPoolWithIndicesOfTheUnfusedOps) {
+  // W2's first layer; a partial block of 20 outputs, stride 2, 5x5, a 3x2 pool whose windows
+  // run across groups of positions and leave a row and a column over; 1x1 with a pool of 1.
+  // Many windows hold only negative sums: relu's zeros tie, and the first position must win.
+  const Case cases[] = {{3, 1, 32, 28, 28, 3, 1, 1, {2, 2}},
+                        {2, 3, 20, 17, 19, 5, 2, 2, {3, 2}},
+                        {3, 4, 16, 6, 5, 1, 0, 1, {1, 1}},
+                        {1, 2, 8, 9, 9, 3, 0, 1, {3, 3}}};
+  manual_seed(6);
+  for (const Case& c : cases) {
+    const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,
+                 b = randn({c.o}) * 0.1;
+    const auto [want_p, want_idx] = reference_indices(x, w, b, c);
+    for (const CpuIsa isa : testing::isas_up_to_current()) {
+      testing::ScopedMaxCpuIsa cap(isa);
+      const auto [p, idx] = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+      ASSERT_EQ(p.shape(), want_p.shape());
+      ASSERT_EQ(idx.dtype(), kInt64);
+      EXPECT_TRUE(allclose(p, want_p, {.rtol = 1e-5, .atol = 1e-5}))
+          << "c " << c.c << " o " << c.o << " " << cpu_isa_name(isa);
+      EXPECT_TRUE(equal(idx, want_idx)) << "c " << c.c << " o " << c.o << " " << cpu_isa_name(isa);
+      // The inference form pools the same values.
+      EXPECT_TRUE(equal(p, conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Nchw))));
+    }
+  }
+}
+
+TEST(ConvReluMaxPoolIndices, SameBitsOnEveryIsaAndThreadCount) {
+  manual_seed(7);
+  const Case c{3, 2, 24, 13, 11, 3, 1, 1, {2, 2}};
+  const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, 3, 3}), b = randn({c.o});
+  const auto first = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    for (const int threads : {1, 2, 3}) {
+      const int saved = get_num_threads();
+      set_num_threads(threads);
+      const auto got = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+      set_num_threads(saved);
+      EXPECT_TRUE(equal(got.first, first.first)) << cpu_isa_name(isa) << ", " << threads;
+      EXPECT_TRUE(equal(got.second, first.second)) << cpu_isa_name(isa) << ", " << threads;
+    }
+  }
+}
+
+// Equal maxima: the first position of the window wins (a zero filter makes every sum the bias:
+// negative biases pool relu's zeros, positive ones the bias itself); a NaN wins its window.
+TEST(ConvReluMaxPoolIndices, TiesGoToTheFirstPositionAndNanWins) {
+  manual_seed(8);
+  const Case c{1, 1, 16, 6, 6, 3, 1, 1, {2, 2}};
+  const Tensor w = zeros({16, 1, 3, 3});
+  Tensor b = randn({16});
+  std::vector<float> values = randn({1, 1, 6, 6}).to_vector<float>();
+  const Tensor x = from_vector(values, {1, 1, 6, 6});
+  values[3 * 6 + 4] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor with_nan = from_vector(values, {1, 1, 6, 6});
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    const auto [p, idx] = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+    EXPECT_TRUE(equal(p, relu(b).view({1, 16, 1, 1}).expand({1, 16, 3, 3}).contiguous()));
+    const auto [want_p, want_idx] = reference_indices(x, w, b, c);
+    EXPECT_TRUE(equal(idx, want_idx)) << cpu_isa_name(isa);
+    // The NaN at (3, 4) reaches every sum whose 3x3 window covers it, and wins each pool
+    // window it is in (the last NaN of a window, as max_pool2d's rule has it).
+    const Tensor w2 = randn({16, 1, 3, 3});
+    const auto [np, nidx] =
+        conv_relu_max_pool_indices(with_nan, w2, b, attrs(c, ActivationLayout::Nchw));
+    const auto [wp, widx] = reference_indices(with_nan, w2, b, c);
+    EXPECT_GT(isnan(np).sum().item<int64_t>(), 0);
+    EXPECT_TRUE(equal(isnan(np), isnan(wp))) << cpu_isa_name(isa);
+    EXPECT_TRUE(equal(nidx, widx)) << cpu_isa_name(isa);
+  }
+}
+
+TEST(ConvReluMaxPoolIndices, BadInputsNameWhatIsWrong) {
+  const Tensor x = randn({1, 2, 8, 8}), w = randn({16, 2, 3, 3}), b = randn({16});
+  expect_error<ValueError>(
+      [&] {
+        conv_relu_max_pool_indices(
+            x, w, b, attrs({1, 2, 16, 8, 8, 3, 1, 1, {2, 2}}, ActivationLayout::Blocked16));
+      },
+      "NCHW only");
+  expect_error<DTypeError>(
+      [&] {
+        conv_relu_max_pool_indices(
+            x, w.to(kFloat64), b, attrs({1, 2, 16, 8, 8, 3, 1, 1, {2, 2}}, ActivationLayout::Nchw));
+      },
+      "float32");
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
       {"from_blocked", "same"},
       {"pool_blocked", "same"},
       {"conv_relu_max_pool", "test_conv_pool.cpp (inference-only; no table row)"},
+      {"conv_relu_max_pool_indices", "test_conv_pool.cpp (made by conv_pool_train; no table row)"},
       {"linear_pack_weight", "test_linear_packed.cpp (inference-only; no table row)"},
       {"linear_packed", "same"},
   };

@@ -67,6 +67,9 @@
 // | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
+// | conv_pool_    | training graphs, after pool_mask: the same first convolution and pool  |
+// |   train       | whose indices the backward reads become conv_relu_max_pool_indices:    |
+// |               | the convolution's output is never stored. Within a few ulp            |
 // | norm_add      | a layer_norm_backward whose dx only an add reads becomes               |
 // |               | layer_norm_backward_add: the residual gradient is added as dx is made  |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |
@@ -122,6 +125,7 @@ int fuse_conv_pools(Graph& g);
 int convert_to_blocked_layout(Graph& g);
 int pack_linears(Graph& g);
 int fuse_pool_masks(Graph& g);
+int fuse_conv_pools_for_training(Graph& g);
 int fuse_norm_adds(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <optional>
+#include <utility>
 
 #include "athanor/ops/conv.h"
 #include "athanor/ops/conv_blocked.h"
@@ -48,5 +49,20 @@ const Op<ConvPoolAttrs>& op_conv_relu_max_pool();
 
 Tensor conv_relu_max_pool(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
                           const ConvPoolAttrs& attrs);
+
+// The training form: (x, weight[, bias]) -> (pooled, indices), both NCHW [N, O, PH, PW], as
+// max_pool2d(relu(conv2d(x, weight, bias))) returns them (indices: int64, the winner's index in
+// its plane of the convolution output; the first of equal maxima wins, and a NaN wins, as there).
+// dst_layout must be Nchw. The graph compiler's conv_pool_train pass makes it from a training
+// step's first convolution, relu and max pool, whose backward (max_pool2d_backward_masked, the
+// weight gradient) reads only the pooled values and the indices: the convolution's output, its
+// relu and the pool's read of them are never written to memory. Its values differ from oneDNN's
+// convolution only in the order of each sum's terms; not differentiable (the graph holds the
+// backward already).
+const Op<ConvPoolAttrs>& op_conv_relu_max_pool_indices();
+
+std::pair<Tensor, Tensor> conv_relu_max_pool_indices(const Tensor& x, const Tensor& weight,
+                                                     const std::optional<Tensor>& bias,
+                                                     const ConvPoolAttrs& attrs);
 
 }  // namespace ath

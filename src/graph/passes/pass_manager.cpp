@@ -40,6 +40,7 @@ const std::vector<NamedPass>& passes() {
       {"blocked_layout", convert_to_blocked_layout, true},
       {"pack_linear", pack_linears, true},
       {"pool_mask", fuse_pool_masks},
+      {"conv_pool_train", fuse_conv_pools_for_training},
       {"norm_add", fuse_norm_adds},
       {"fuse", fuse_pointwise},
       {"dce", eliminate_dead_code},

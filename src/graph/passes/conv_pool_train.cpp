@@ -1,0 +1,94 @@
+// conv_pool_train (training graphs): a step's first convolution, its ReLU and the max pool
+// after it become one conv_relu_max_pool_indices node (ops/conv_pool.h):
+//
+//   y = convolution_relu(x, w[, b]); (p, idx) = max_pool2d(y)
+//     -> (p, idx) = conv_relu_max_pool_indices(x, w[, b])
+//
+// It runs after pool_mask, which leaves the pool the only reader of y: the backward reads p and
+// idx (max_pool2d_backward_masked) and x (the weight gradient), never y. So y, 4 times p's
+// bytes for a 2x2 pool, is neither written nor read, and the few-channel convolution runs in
+// the kernel that keeps its sums in registers (oneDNN's first-layer kernel ran W2's 1 -> 32
+// channel convolution at 40 GFLOP/s on two threads).
+//
+// Legal when: the convolution has at most 4 input channels, groups 1, dilation 1, float32; y's
+// buffer is read by the pool alone and is no output nor written in place; the pool's windows do
+// not overlap (kernel == stride, no padding, dilation 1, floor mode). The fused node's indices
+// are max_pool2d's (its winner rule over relu's output); its sums take the taps in their own
+// order, so values are within a few ulp of oneDNN's (a reordered reduction: compiled W2 is not
+// bit-identical to eager W2 with this pass on).
+#include "athanor/graph/passes.h"
+#include "athanor/ops/conv.h"
+#include "athanor/ops/conv_pool.h"
+#include "athanor/ops/epilogue.h"
+#include "buffer_uses.h"
+
+namespace ath::graph {
+
+namespace {
+
+constexpr int64_t kMaxInputChannels = 4;
+
+bool is_f32(const Graph& g, ValueId v, std::size_t rank) {
+  const TensorMeta& m = g.value(v).meta;
+  return m.dtype == kFloat32 && m.shape.size() == rank;
+}
+
+// The node that made v as a fresh output, or -1.
+int32_t producer_of(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  return val.origin == ValueOrigin::Node && g.storage_of(v) == v ? val.node : -1;
+}
+
+}  // namespace
+
+int fuse_conv_pools_for_training(Graph& g) {
+  const detail::BufferUses uses = detail::buffer_uses(g);
+  std::vector<bool> keep(g.nodes.size(), true);
+  int fused = 0;
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    Node& pool = g.nodes[k];
+    if (pool.op != &op_max_pool2d() || pool.attr_source || pool.outputs.size() != 2 ||
+        pool.write != WriteKind::None)
+      continue;
+    const ValueId y = pool.inputs[0];
+    const int32_t conv_k = producer_of(g, y);
+    if (conv_k < 0) continue;
+    Node& conv = g.nodes[static_cast<std::size_t>(conv_k)];
+    if (conv.op != &op_convolution_relu() || conv.attr_source || conv.outputs.size() != 1 ||
+        conv.inputs.size() < 2 || conv.write != WriteKind::None)
+      continue;
+    const auto& c = *static_cast<const ConvAttrs*>(conv.attrs.get());
+    const ValueId x = conv.inputs[0], w = conv.inputs[1];
+    if (c.groups != 1 || c.transposed || c.dilation[0] != 1 || c.dilation[1] != 1 ||
+        !is_f32(g, x, 4) || !is_f32(g, w, 4) || !is_f32(g, y, 4) ||
+        g.value(w).meta.shape[1] > kMaxInputChannels)
+      continue;
+    if (conv.inputs.size() == 3 && !is_f32(g, conv.inputs[2], 1)) continue;
+    if (!uses.private_to_one_reader(g, y)) continue;
+    const auto& m = *static_cast<const MaxPool2dAttrs*>(pool.attrs.get());
+    bool windows = !m.ceil_mode;
+    for (std::size_t i = 0; i < 2; ++i)
+      windows = windows && m.kernel[i] == m.stride[i] && m.padding[i] == 0 && m.dilation[i] == 1;
+    if (!windows) continue;
+    // The fused node computes at the pool's place: nothing may write what the convolution read
+    // in between (in a traced step nothing does; the optimizer writes last).
+    bool written = false;
+    for (std::size_t j = static_cast<std::size_t>(conv_k) + 1; j < k && !written; ++j) {
+      for (const auto& wr : g.nodes[j].writes)
+        for (ValueId in : conv.inputs) written |= g.storage_of(wr.first) == g.storage_of(in);
+    }
+    if (written) continue;
+    // The pool's node becomes the fused one (its outputs and position stay); the convolution's
+    // node goes.
+    const ConvPoolAttrs a{.conv = c, .pool = m.kernel, .dst_layout = ActivationLayout::Nchw};
+    pool.op = &op_conv_relu_max_pool_indices();
+    pool.attrs = op_conv_relu_max_pool_indices().clone_attrs(&a);
+    pool.inputs = conv.inputs;
+    keep[static_cast<std::size_t>(conv_k)] = false;
+    ++fused;
+  }
+  if (fused > 0) rewrite(g, keep, std::vector<ValueId>(g.values.size(), kNoValue));
+  return fused;
+}
+
+}  // namespace ath::graph
