@@ -19,8 +19,10 @@ struct Case {
 };
 
 // Float32-only inference kernel: its op-table row is the tests below, against float64 ops.
-const testing::CoveredElsewhere covered[] = {{"conv_relu_max_pool", "test_conv_pool.cpp"},
-                                             {"conv_relu_max_pool_indices", "test_conv_pool.cpp"}};
+const testing::CoveredElsewhere covered[] = {
+    {"conv_relu_max_pool", "test_conv_pool.cpp"},
+    {"conv_relu_max_pool_indices", "test_conv_pool.cpp"},
+    {"conv_relu_max_pool_weight_grad", "test_conv_pool.cpp"}};
 
 // The unfused ops in float64, in the layout asked for (rounded to float32 for the layout
 // conversion, which is float32-only, after the float64 arithmetic).
@@ -234,6 +236,105 @@ TEST(ConvReluMaxPoolIndices, BadInputsNameWhatIsWrong) {
             x, w.to(kFloat64), b, attrs({1, 2, 16, 8, 8, 3, 1, 1, {2, 2}}, ActivationLayout::Nchw));
       },
       "float32");
+}
+
+// ---- the weight gradient behind it -------------------------------------------------------------
+
+// convolution_backward_weight(x, max_pool2d_backward_masked(gp, idx, p)) in float64.
+std::pair<Tensor, Tensor> reference_weight_grad(const Tensor& x, const Tensor& gp,
+                                                const Tensor& idx, const Tensor& p, const Case& c) {
+  const int64_t conv_h = c.h + 2 * c.pad - c.k + 1, conv_w = c.w + 2 * c.pad - c.k + 1;
+  const Tensor in[3] = {gp.to(kFloat64), idx, p.to(kFloat64)};
+  const Tensor d = call1(op_max_pool2d_backward_masked(), TensorSpan(in, 3),
+                         PoolGradAttrs{.input = {conv_h, conv_w}});
+  const Tensor args[2] = {x.to(kFloat64), d};
+  Outputs out = call(op_convolution_backward_weight(), TensorSpan(args, 2),
+                     ConvWeightGradAttrs{.geometry = attrs(c, ActivationLayout::Nchw).conv,
+                                         .kernel = {c.k, c.k},
+                                         .with_bias = true});
+  return {out[0].to(kFloat32), out[1].to(kFloat32)};
+}
+
+TEST(ConvReluMaxPoolWeightGrad, MatchesTheMaskedScatterAndTheWeightGradient) {
+  // W2's first layer (the 1-channel 3x3 path); 3 channels of 5x5 with a 3x2 pool that leaves a
+  // row and a column over (the general path, 20 outputs); 2 channels with a 3x3 pool.
+  const Case cases[] = {{4, 1, 32, 28, 28, 3, 1, 1, {2, 2}},
+                        {2, 3, 20, 17, 19, 5, 2, 1, {3, 2}},
+                        {1, 2, 8, 9, 9, 3, 0, 1, {3, 3}}};
+  manual_seed(9);
+  for (const Case& c : cases) {
+    const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,
+                 b = randn({c.o}) * 0.1;
+    const auto [p, idx] = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+    const Tensor gp = randn(p.shape());
+    const auto [want_w, want_b] = reference_weight_grad(x, gp, idx, p, c);
+    const ConvPoolWeightGradAttrs a{.forward = attrs(c, ActivationLayout::Nchw),
+                                    .kernel = {c.k, c.k}};
+    const Tensor in[4] = {x, gp, idx, p};
+    Outputs first;
+    for (const CpuIsa isa : testing::isas_up_to_current()) {
+      testing::ScopedMaxCpuIsa cap(isa);
+      for (const int threads : {1, 2, 3}) {
+        const int saved = get_num_threads();
+        set_num_threads(threads);
+        Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4), a);
+        set_num_threads(saved);
+        EXPECT_TRUE(allclose(got[0], want_w, {.rtol = 1e-4, .atol = 1e-4}))
+            << "c " << c.c << " " << cpu_isa_name(isa) << " " << threads;
+        EXPECT_TRUE(allclose(got[1], want_b, {.rtol = 1e-4, .atol = 1e-4}))
+            << "c " << c.c << " " << cpu_isa_name(isa) << " " << threads;
+        // The same bits on every ISA and thread count (16 lanes everywhere, no contraction).
+        if (first.empty()) first = got;
+        EXPECT_TRUE(equal(got[0], first[0]) && equal(got[1], first[1]))
+            << cpu_isa_name(isa) << " " << threads;
+      }
+    }
+  }
+}
+
+TEST(ConvReluMaxPoolWeightGrad, BadInputsNameWhatIsWrong) {
+  const Case c{1, 1, 16, 8, 8, 3, 1, 1, {2, 2}};
+  manual_seed(10);
+  const Tensor x = randn({1, 1, 8, 8});
+  const auto [p, idx] = conv_relu_max_pool_indices(x, randn({16, 1, 3, 3}), randn({16}),
+                                                   attrs(c, ActivationLayout::Nchw));
+  const Tensor gp = randn(p.shape());
+  const ConvPoolWeightGradAttrs a{.forward = attrs(c, ActivationLayout::Nchw), .kernel = {3, 3}};
+  auto run = [&](const Tensor& xx, const Tensor& gg, const Tensor& ii, const Tensor& pp,
+                 const ConvPoolWeightGradAttrs& aa) {
+    const Tensor in[4] = {xx, gg, ii, pp};
+    call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4), aa);
+  };
+  expect_error<DTypeError>([&] { run(x, gp, idx.to(kInt32), p, a); }, "int64");
+  expect_error<DTypeError>([&] { run(x.to(kFloat64), gp, idx, p, a); }, "float32");
+  expect_error<ShapeError>([&] { run(x, gp, idx, randn({1, 16, 3, 3}), a); }, "one [N, O");
+  ConvPoolWeightGradAttrs strided = a;
+  strided.forward.conv.stride = {2, 2};
+  expect_error<ValueError>([&] { run(x, gp, idx, p, strided); }, "stride 1");
+  ConvPoolWeightGradAttrs wide = a;
+  wide.kernel = {15, 15};  // 225 taps
+  wide.forward.conv.pad_l = wide.forward.conv.pad_r = {7, 7};
+  expect_error<ValueError>([&] { run(x, gp, idx, p, wide); }, "at most 196 filter taps");
+}
+
+// Indices that are not a pool's (two windows pointing at one element, one at another window's
+// element) are scattered as max_pool2d_backward_masked scatters them.
+TEST(ConvReluMaxPoolWeightGrad, TakesAnyIndicesAsTheMaskedScatterDoes) {
+  const Case c{2, 1, 16, 8, 8, 3, 1, 1, {2, 2}};
+  manual_seed(11);
+  const Tensor x = randn({2, 1, 8, 8});
+  const auto [p, idx] = conv_relu_max_pool_indices(x, randn({16, 1, 3, 3}), randn({16}),
+                                                   attrs(c, ActivationLayout::Nchw));
+  const Tensor gp = randn(p.shape());
+  Tensor moved = idx.clone();
+  moved.view({-1}).narrow(0, 0, 2).fill_(2);  // windows (0, 0) and (0, 1) both at element 2
+  const auto [want_w, want_b] = reference_weight_grad(x, gp, moved, p, c);
+  const Tensor in[4] = {x, gp, moved, p};
+  Outputs got =
+      call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4),
+           ConvPoolWeightGradAttrs{.forward = attrs(c, ActivationLayout::Nchw), .kernel = {3, 3}});
+  EXPECT_TRUE(allclose(got[0], want_w, {.rtol = 1e-4, .atol = 1e-4}));
+  EXPECT_TRUE(allclose(got[1], want_b, {.rtol = 1e-4, .atol = 1e-4}));
 }
 
 }  // namespace

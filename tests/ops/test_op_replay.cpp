@@ -148,6 +148,7 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
       {"pool_blocked", "same"},
       {"conv_relu_max_pool", "test_conv_pool.cpp (inference-only; no table row)"},
       {"conv_relu_max_pool_indices", "test_conv_pool.cpp (made by conv_pool_train; no table row)"},
+      {"conv_relu_max_pool_weight_grad", "test_conv_pool.cpp (made by conv_pool_train; no table row)"},
       {"linear_pack_weight", "test_linear_packed.cpp (inference-only; no table row)"},
       {"linear_packed", "same"},
   };

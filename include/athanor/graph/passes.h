@@ -68,8 +68,10 @@
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
 // | conv_pool_    | training graphs, after pool_mask: the same first convolution and pool  |
-// |   train       | whose indices the backward reads become conv_relu_max_pool_indices:    |
-// |               | the convolution's output is never stored. Within a few ulp            |
+// |   train       | whose indices the backward reads become conv_relu_max_pool_indices,    |
+// |               | and the masked scatter + weight gradient behind it one                 |
+// |               | conv_relu_max_pool_weight_grad: neither the convolution's output nor   |
+// |               | its gradient is stored. Within a few ulp                               |
 // | norm_add      | a layer_norm_backward whose dx only an add reads becomes               |
 // |               | layer_norm_backward_add: the residual gradient is added as dx is made  |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |

@@ -61,6 +61,25 @@ Tensor conv_relu_max_pool(const Tensor& x, const Tensor& weight, const std::opti
 // backward already).
 const Op<ConvPoolAttrs>& op_conv_relu_max_pool_indices();
 
+// The weight and bias gradients behind conv_relu_max_pool_indices: (x, grad_pooled, indices,
+// pooled) -> (grad_weight [O, C, kh, kw], grad_bias [O]), equal up to the order of the sums to
+//   convolution_backward_weight(x, max_pool2d_backward_masked(grad_pooled, indices, pooled))
+// (ops/conv.h), whose pre-pool gradient (4x the pooled bytes for a 2x2 pool, zero but at the
+// windows' winners) is never written: each window's gradient is placed in a row of the pool's
+// height in registers and multiplied into the taps there. `forward` is the forward's attributes
+// (stride 1; the pool's windows as it made them), `kernel` the filter's size. Any indices are
+// taken as max_pool2d_backward_masked takes them (its own scatter makes each image's pre-pool
+// plane, in cache). The graph compiler's conv_pool_train pass makes it. Takes at most
+// kMaxConvPoolTaps = C * kh * kw (a first layer's filter; 4 channels of 7x7 fit). Not
+// differentiable.
+inline constexpr int64_t kMaxConvPoolTaps = 196;
+struct ConvPoolWeightGradAttrs {
+  ConvPoolAttrs forward;
+  std::array<int64_t, 2> kernel{1, 1};
+  bool operator==(const ConvPoolWeightGradAttrs&) const = default;
+};
+const Op<ConvPoolWeightGradAttrs>& op_conv_relu_max_pool_weight_grad();
+
 std::pair<Tensor, Tensor> conv_relu_max_pool_indices(const Tensor& x, const Tensor& weight,
                                                      const std::optional<Tensor>& bias,
                                                      const ConvPoolAttrs& attrs);

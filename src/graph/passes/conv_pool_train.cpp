@@ -10,6 +10,10 @@
 // the kernel that keeps its sums in registers (oneDNN's first-layer kernel ran W2's 1 -> 32
 // channel convolution at 40 GFLOP/s on two threads).
 //
+// Then the backward: the masked scatter and the weight gradient that reads it become one
+// conv_relu_max_pool_weight_grad, so the pre-pool gradient is not written either (see
+// fuse_weight_grads below).
+//
 // Legal when: the convolution has at most 4 input channels, groups 1, dilation 1, float32; y's
 // buffer is read by the pool alone and is no output nor written in place; the pool's windows do
 // not overlap (kernel == stride, no padding, dilation 1, floor mode). The fused node's indices
@@ -37,6 +41,61 @@ bool is_f32(const Graph& g, ValueId v, std::size_t rank) {
 int32_t producer_of(const Graph& g, ValueId v) {
   const Value& val = g.value(v);
   return val.origin == ValueOrigin::Node && g.storage_of(v) == v ? val.node : -1;
+}
+
+// The backward half: the fused forward's masked scatter and the weight gradient that reads it,
+//
+//   d = max_pool2d_backward_masked(gp, idx, p); (dw, db) = convolution_backward_weight(x, d)
+//     -> (dw, db) = conv_relu_max_pool_weight_grad(x, gp, idx, p)
+//
+// where (p, idx) = conv_relu_max_pool_indices(x, ...) with the same geometry and stride 1, the
+// weight gradient has a bias, and d's buffer is read by it alone. d (the pre-pool gradient) is
+// then never written.
+int fuse_weight_grads(Graph& g) {
+  const detail::BufferUses uses = detail::buffer_uses(g);
+  std::vector<bool> keep(g.nodes.size(), true);
+  int fused = 0;
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    Node& wg = g.nodes[k];
+    if (wg.op != &op_convolution_backward_weight() || wg.attr_source ||
+        wg.write != WriteKind::None || wg.inputs.size() != 2 || wg.outputs.size() != 2)
+      continue;
+    const auto& wa = *static_cast<const ConvWeightGradAttrs*>(wg.attrs.get());
+    const int32_t mask_k = producer_of(g, wg.inputs[1]);
+    if (!wa.with_bias || mask_k < 0) continue;
+    const Node& masked = g.nodes[static_cast<std::size_t>(mask_k)];
+    if (masked.op != &op_max_pool2d_backward_masked() || masked.inputs.size() != 3) continue;
+    const ValueId gp = masked.inputs[0], idx = masked.inputs[1], p = masked.inputs[2];
+    const int32_t fwd_k = producer_of(g, idx);
+    if (fwd_k < 0) continue;
+    const Node& fwd = g.nodes[static_cast<std::size_t>(fwd_k)];
+    if (fwd.op != &op_conv_relu_max_pool_indices() || fwd.outputs[0] != p ||
+        fwd.outputs[1] != idx || fwd.inputs[0] != wg.inputs[0])
+      continue;
+    const auto& fa = *static_cast<const ConvPoolAttrs*>(fwd.attrs.get());
+    const int64_t taps = g.value(wg.inputs[0]).meta.shape[1] * wa.kernel[0] * wa.kernel[1];
+    if (!(fa.conv == wa.geometry) || fa.conv.stride[0] != 1 || fa.conv.stride[1] != 1 ||
+        taps > kMaxConvPoolTaps || !is_f32(g, gp, 4) ||
+        !uses.private_to_one_reader(g, wg.inputs[1]))
+      continue;
+    // The fused node reads gp, idx, p and x where the weight gradient ran: nothing may write
+    // them after the scatter read them (or x after the forward).
+    bool written = false;
+    for (std::size_t j = static_cast<std::size_t>(fwd_k) + 1; j < k && !written; ++j) {
+      for (const auto& wr : g.nodes[j].writes)
+        for (ValueId v : {gp, idx, p, wg.inputs[0]})
+          written |= g.storage_of(wr.first) == g.storage_of(v);
+    }
+    if (written) continue;
+    const ConvPoolWeightGradAttrs a{.forward = fa, .kernel = wa.kernel};
+    wg.op = &op_conv_relu_max_pool_weight_grad();
+    wg.attrs = op_conv_relu_max_pool_weight_grad().clone_attrs(&a);
+    wg.inputs = {wg.inputs[0], gp, idx, p};
+    keep[static_cast<std::size_t>(mask_k)] = false;
+    ++fused;
+  }
+  if (fused > 0) rewrite(g, keep, std::vector<ValueId>(g.values.size(), kNoValue));
+  return fused;
 }
 
 }  // namespace
@@ -88,7 +147,7 @@ int fuse_conv_pools_for_training(Graph& g) {
     ++fused;
   }
   if (fused > 0) rewrite(g, keep, std::vector<ValueId>(g.values.size(), kNoValue));
-  return fused;
+  return fused + fuse_weight_grads(g);
 }
 
 }  // namespace ath::graph

@@ -393,6 +393,30 @@ void max_pool_kernel(TensorSpan in, std::span<Tensor> out, const MaxPool2dAttrs&
 
 // max_pool2d_backward (in: grad, indices) and max_pool2d_backward_masked (in: grad, indices,
 // pooled values).
+// Planes [begin, end) of the backward scatter: gp, ip, pp (null unless kMasked) and dx point at
+// plane 0 of their tensors.
+template <class T, bool kMasked>
+void unpool_plane_range(const T* gp, const int64_t* ip, const T* pp, T* dx, int64_t begin,
+                        int64_t end, const Planes& p) {
+  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  // Windows of 2x2 at stride 2 fit the plane: any in-window indices fall into disjoint
+  // windows, so no input element collects two gradients.
+  const bool two_by_two = 2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
+  const bool vectors = p.out_w >= 2 && p.in_w <= kMaxWidth;
+  if constexpr (std::is_same_v<T, float>) {
+    if (two_by_two && vectors)
+      return ATH_POOL_ISA_COPY(unpool_planes<kMasked>)(gp, ip, pp, dx, begin, end, p);
+  }
+  for (int64_t pl = begin; pl < end; ++pl) {
+    const T* gs = gp + pl * out_plane;
+    const int64_t* is = ip + pl * out_plane;
+    const T* ps = kMasked ? pp + pl * out_plane : nullptr;
+    T* d = dx + pl * in_plane;
+    if (!two_by_two || !max_unpool_2x2_plane<T, kMasked>(gs, is, ps, d, p))
+      max_unpool_general_plane<T, kMasked>(gs, is, ps, d, in_plane, out_plane);
+  }
+}
+
 template <class T, bool kMasked>
 void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGradAttrs&) {
   Tensor g = in[0].contiguous(), idx = in[1].contiguous();
@@ -402,24 +426,8 @@ void max_pool_backward_kernel(TensorSpan in, std::span<Tensor> out, const PoolGr
   const int64_t* ip = static_cast<const int64_t*>(idx.data_ptr());
   const T* pp = kMasked ? static_cast<const T*>(pooled.data_ptr()) : nullptr;
   T* dx = static_cast<T*>(out[0].data_ptr());
-  const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
-  // Windows of 2x2 at stride 2 fit the plane: any in-window indices fall into disjoint
-  // windows, so no input element collects two gradients.
-  const bool two_by_two = 2 * p.out_h <= p.in_h && 2 * p.out_w <= p.in_w;
-  const bool vectors = p.out_w >= 2 && p.in_w <= kMaxWidth;
-  for_plane_ranges(p.count, in_plane + out_plane, [&](int64_t begin, int64_t end) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (two_by_two && vectors)
-        return ATH_POOL_ISA_COPY(unpool_planes<kMasked>)(gp, ip, pp, dx, begin, end, p);
-    }
-    for (int64_t pl = begin; pl < end; ++pl) {
-      const T* gs = gp + pl * out_plane;
-      const int64_t* is = ip + pl * out_plane;
-      const T* ps = kMasked ? pp + pl * out_plane : nullptr;
-      T* d = dx + pl * in_plane;
-      if (!two_by_two || !max_unpool_2x2_plane<T, kMasked>(gs, is, ps, d, p))
-        max_unpool_general_plane<T, kMasked>(gs, is, ps, d, in_plane, out_plane);
-    }
+  for_plane_ranges(p.count, p.in_h * p.in_w + p.out_h * p.out_w, [&](int64_t begin, int64_t end) {
+    unpool_plane_range<T, kMasked>(gp, ip, pp, dx, begin, end, p);
   });
 }
 
@@ -449,4 +457,10 @@ const bool registered = [] {
 }();
 
 }  // namespace
+
+void max_unpool_masked_planes_f32(const float* gp, const int64_t* ip, const float* pp, float* dx,
+                                  int64_t begin, int64_t end, const Planes& p) {
+  unpool_plane_range<float, true>(gp, ip, pp, dx, begin, end, p);
+}
+
 }  // namespace ath::kernels

@@ -37,4 +37,11 @@ void for_planes(int64_t count, int64_t plane_work, Fn&& fn) {
   });
 }
 
+// max_pool2d_backward_masked's scatter (pool_max.cpp) for float32 planes [begin, end): gp, ip
+// and pp (pooled gradient, indices, pooled values) and dx (the pre-pool gradient) point at plane
+// 0 of their tensors. The op's own kernel and bits, for a kernel that consumes the pre-pool
+// gradient a plane at a time (conv_pool_weight_grad.cpp).
+void max_unpool_masked_planes_f32(const float* gp, const int64_t* ip, const float* pp, float* dx,
+                                  int64_t begin, int64_t end, const Planes& p);
+
 }  // namespace ath::kernels
