@@ -336,6 +336,11 @@ int main(int argc, char** argv) {
     return fmt::format("{:.2f}", static_cast<double>(b) / 1e6);
   };
   const bench::HostInfo host = bench::measure_host(threads);  // after the peak RSS is read
+  // The first 50 steps' losses, for the compiled-vs-eager check (summarize.py: "first 50
+  // losses"), with every digit a float has.
+  std::string first_losses;
+  for (std::size_t i = 0; i < std::min<std::size_t>(50, losses.size()); ++i)
+    first_losses += fmt::format("{}{:.9g}", i == 0 ? "" : ", ", losses[i]);
   std::printf(
       "{\"workload\": \"%s\", \"framework\": \"athanor-%s\", \"precision\": \"%s\", "
       "\"samples_per_s\": %.3f, "
@@ -343,7 +348,8 @@ int main(int argc, char** argv) {
       "\"peak_rss_mb\": %.1f, \"threads\": %d, \"isa\": \"%s\", \"sgemm_gflops\": %.1f, "
       "\"compiled\": %s, \"trace_s\": %.3f, \"step_peak_live_mb\": %.2f, "
       "\"planned_arena_mb\": %s, \"planned_total_mb\": %s, \"passes_s\": %.4f, "
-      "\"traces\": %lld, \"recomputed\": %zu, \"interop_pairs\": %zu}\n",
+      "\"traces\": %lld, \"recomputed\": %zu, \"interop_pairs\": %zu, "
+      "\"first_losses\": [%s]}\n",
       name.c_str(), (ATH_VERSION_STRING + std::string(compiled ? "-compiled" : "")).c_str(),
       precision_name.c_str(), static_cast<double>(samples) / seconds, seconds,
       static_cast<std::size_t>(timed_steps), final_loss, acc.c_str(),
@@ -357,7 +363,8 @@ int main(int argc, char** argv) {
           : std::size_t{0},
       compiled_step && compiled_step->pass_report()
           ? compiled_step->pass_report()->interop.pairs.size()
-          : std::size_t{0});
+          : std::size_t{0},
+      first_losses.c_str());
   if (compiled_step && interop_report && compiled_step->pass_report() != nullptr)
     std::fprintf(stderr, "%s",
                  compiled_step->pass_report()->interop.report(*compiled_step->graph()).c_str());

@@ -108,6 +108,18 @@ for w in sorted({k[0] for k in groups}):
                 print(f"  {name} / each PyTorch setting (speed): {each}")
         if eager is not None and compiled is not None:
             print(f"  compiled / eager (athanor): {compare(compiled, eager)}")
+            # Same seed, same batches: the two runs' first 50 losses, step by step.
+            worst = None
+            for e, c in zip(eager, compiled):
+                fe, fc = e.get("first_losses"), c.get("first_losses")
+                if not fe or not fc:
+                    continue
+                for le, lc in zip(fe, fc):
+                    d = 0.0 if le == lc else abs(lc - le) / max(abs(le), 1e-30)
+                    worst = d if worst is None else max(worst, d)
+            if worst is not None:
+                print(f"  first 50 losses, compiled vs eager: largest relative difference "
+                      f"{worst:.2e}" + (" (bit-identical)" if worst == 0 else ""))
         rate = sgemm.get(w)
         for name, a in (("athanor eager", eager), ("athanor compiled", compiled)):
             g = None if a is None else gflops(w, a)

@@ -178,10 +178,7 @@ TEST(ArenaExecutor, EveryWorkloadTrainsBitIdenticallyInItsArena) {
       optim::AdamW opt(model->parameters(), {.lr = 1e-3});
       Step eager = test_util::classification_step(*model, opt);
       std::optional<Compiled<Step>> compiled;
-      // (conv_pool_train off: its first-layer kernel sums in its own order, not eager's.)
-      if (mode > 0)
-        compiled.emplace(eager,
-                         CompileOptions{.disable_passes = {"conv_pool_train"}, .arena = mode == 1});
+      if (mode > 0) compiled.emplace(eager, CompileOptions{.arena = mode == 1});
       Run r;
       for (const auto& [x, y] : batches) {
         const int64_t before = allocations();

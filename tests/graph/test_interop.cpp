@@ -279,7 +279,6 @@ void expect_bit_identical(MakeModel make_model, MakeOpt make_opt, Batch batch, b
   auto compiled_opt = make_opt(*compiled_model);
   auto eager = test_util::classification_step(*eager_model, *eager_opt);
   CompileOptions options;
-  options.disable_passes = {"conv_pool_train"};  // its kernel sums in its own order
   if (force) options.interop_costs = pair_everything().costs;
   auto compiled = compile(test_util::classification_step(*compiled_model, *compiled_opt), options);
   for (int i = 0; i < 5; ++i) {

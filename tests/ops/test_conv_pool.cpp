@@ -296,8 +296,10 @@ TEST(ConvReluMaxPoolWeightGrad, BadInputsNameWhatIsWrong) {
   const Case c{1, 1, 16, 8, 8, 3, 1, 1, {2, 2}};
   manual_seed(10);
   const Tensor x = randn({1, 1, 8, 8});
-  const auto [p, idx] = conv_relu_max_pool_indices(x, randn({16, 1, 3, 3}), randn({16}),
-                                                   attrs(c, ActivationLayout::Nchw));
+  // (Not a structured binding: clang 14's lambdas cannot capture one.)
+  const auto fwd = conv_relu_max_pool_indices(x, randn({16, 1, 3, 3}), randn({16}),
+                                              attrs(c, ActivationLayout::Nchw));
+  const Tensor p = fwd.first, idx = fwd.second;
   const Tensor gp = randn(p.shape());
   const ConvPoolWeightGradAttrs a{.forward = attrs(c, ActivationLayout::Nchw), .kernel = {3, 3}};
   auto run = [&](const Tensor& xx, const Tensor& gg, const Tensor& ii, const Tensor& pp,
@@ -335,6 +337,47 @@ TEST(ConvReluMaxPoolWeightGrad, TakesAnyIndicesAsTheMaskedScatterDoes) {
            ConvPoolWeightGradAttrs{.forward = attrs(c, ActivationLayout::Nchw), .kernel = {3, 3}});
   EXPECT_TRUE(allclose(got[0], want_w, {.rtol = 1e-4, .atol = 1e-4}));
   EXPECT_TRUE(allclose(got[1], want_b, {.rtol = 1e-4, .atol = 1e-4}));
+}
+
+// An eager first layer (at most 4 input channels) runs the fused kernels' sums: conv2d -> relu ->
+// max_pool2d gives conv_relu_max_pool_indices' bits, and the weight gradient of the masked
+// scatter conv_relu_max_pool_weight_grad's, on every ISA and thread count. This is what keeps a
+// compiled W2 step bit-identical to the eager one (FusePass.W2FirstConvolutionReluAndPool...).
+TEST(ConvReluMaxPoolIndices, EagerFirstLayersSumInTheFusedKernelsOrder) {
+  const Case cases[] = {{3, 1, 32, 28, 28, 3, 1, 1, {2, 2}}, {2, 3, 20, 17, 19, 5, 2, 1, {3, 2}}};
+  manual_seed(12);
+  for (const Case& c : cases) {
+    const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,
+                 b = randn({c.o}) * 0.1;
+    const ConvPoolAttrs a = attrs(c, ActivationLayout::Nchw);
+    for (const CpuIsa isa : testing::isas_up_to_current()) {
+      testing::ScopedMaxCpuIsa cap(isa);
+      for (const int threads : {1, 2}) {
+        const int saved = get_num_threads();
+        set_num_threads(threads);
+        const auto fused = conv_relu_max_pool_indices(x, w, b, a);
+        const auto eager = max_pool2d_with_indices(relu(conv2d(x, w, b, {.padding = c.pad})),
+                                                   {.kernel = Int2(c.pool[0], c.pool[1])});
+        EXPECT_TRUE(equal(fused.first, eager.first)) << cpu_isa_name(isa) << " " << threads;
+        EXPECT_TRUE(equal(fused.second, eager.second)) << cpu_isa_name(isa) << " " << threads;
+        const Tensor gp = randn(fused.first.shape());
+        const Tensor in[4] = {x, gp, fused.second, fused.first};
+        Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4),
+                           ConvPoolWeightGradAttrs{.forward = a, .kernel = {c.k, c.k}});
+        const int64_t conv_h = c.h + 2 * c.pad - c.k + 1, conv_w = c.w + 2 * c.pad - c.k + 1;
+        const Tensor m[3] = {gp, fused.second, fused.first};
+        const Tensor d = call1(op_max_pool2d_backward_masked(), TensorSpan(m, 3),
+                               PoolGradAttrs{.input = {conv_h, conv_w}});
+        const Tensor args[2] = {x, d};
+        Outputs want =
+            call(op_convolution_backward_weight(), TensorSpan(args, 2),
+                 ConvWeightGradAttrs{.geometry = a.conv, .kernel = {c.k, c.k}, .with_bias = true});
+        set_num_threads(saved);
+        EXPECT_TRUE(equal(got[0], want[0])) << cpu_isa_name(isa) << " " << threads;
+        EXPECT_TRUE(equal(got[1], want[1])) << cpu_isa_name(isa) << " " << threads;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -37,6 +37,11 @@
 
 namespace ath {
 
+// The most input channels for which the graph compiler fuses a training step's first layer
+// (conv_pool_train) — and for which eager float32 convolutions and their weight gradients run
+// the fused kernels' own sums (stride 1 for the weight gradient), so both sum in one order.
+inline constexpr int64_t kConvPoolMaxChannels = 4;
+
 struct ConvPoolAttrs {
   ConvAttrs conv;                     // stride and padding; groups 1, dilation 1, not transposed
   std::array<int64_t, 2> pool{2, 2};  // the max pool's kernel, equal to its stride

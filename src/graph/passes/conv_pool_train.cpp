@@ -30,8 +30,6 @@ namespace ath::graph {
 
 namespace {
 
-constexpr int64_t kMaxInputChannels = 4;
-
 bool is_f32(const Graph& g, ValueId v, std::size_t rank) {
   const TensorMeta& m = g.value(v).meta;
   return m.dtype == kFloat32 && m.shape.size() == rank;
@@ -120,7 +118,7 @@ int fuse_conv_pools_for_training(Graph& g) {
     const ValueId x = conv.inputs[0], w = conv.inputs[1];
     if (c.groups != 1 || c.transposed || c.dilation[0] != 1 || c.dilation[1] != 1 ||
         !is_f32(g, x, 4) || !is_f32(g, w, 4) || !is_f32(g, y, 4) ||
-        g.value(w).meta.shape[1] > kMaxInputChannels)
+        g.value(w).meta.shape[1] > kConvPoolMaxChannels)
       continue;
     if (conv.inputs.size() == 3 && !is_f32(g, conv.inputs[2], 1)) continue;
     if (!uses.private_to_one_reader(g, y)) continue;

@@ -1,6 +1,7 @@
 // CPU kernels for convolution and convolution_backward_weight: make operands contiguous NCHW,
-// then run oneDNN (float32, bfloat16), the direct loops (float64, or a geometry oneDNN
-// rejects), or float16 through float32. Memory contract: reads the inputs, writes the
+// then run the few-channel kernels (float32 first layers: conv_kernels.h), oneDNN (float32,
+// bfloat16), the direct loops (float64, or a geometry oneDNN rejects), or float16 through
+// float32. Memory contract: reads the inputs, writes the
 // outputs once (a transposed convolution's bias is added in a second pass over its output).
 #include "athanor/ops/conv.h"
 
@@ -37,6 +38,7 @@ Tensor as_f32(const Tensor& t) { return t.dtype() == kFloat32 ? t : t.to(kFloat3
 
 void forward(const Tensor& x, const Tensor& w, const Tensor* b, const Tensor& y,
              const ConvGeometry& g) {
+  if (conv_forward_few_channels(x, w, b, y, g)) return;
   if (is_dnnl_type(y.dtype()) && conv_forward_dnnl(x, w, b, y, g)) return;
   if (y.dtype() == kFloat32 || y.dtype() == kFloat64) return conv_forward_direct(x, w, b, y, g);
   Tensor yf = empty(y.shape(), kFloat32), bf = b ? as_f32(*b) : Tensor();
@@ -55,6 +57,7 @@ void backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx, const Co
 
 void backward_weights(const Tensor& x, const Tensor& dy, const Tensor& dw, const Tensor* db,
                       const ConvGeometry& g) {
+  if (conv_backward_weights_few_channels(x, dy, dw, db, g)) return;
   if (is_dnnl_type(dw.dtype()) && conv_backward_weights_dnnl(x, dy, dw, db, g)) return;
   if (dw.dtype() == kFloat32 || dw.dtype() == kFloat64)
     return conv_backward_weights_direct(x, dy, dw, db, g);

@@ -151,15 +151,21 @@ ATH_ISA_TARGET_AVX512 void winners_row_avx512(const Task& t, Winners row) {
 }
 #endif
 
-// A block's 16 channels' planes from its scratch [plane][16]: y[l][q] = best[q][l] and idx[l][q] =
-// won[q][l], for the first `lanes` channels. The wide copies gather 16 (8) positions of a lane
-// at a time and write each plane front to back.
+void winners_row(const Task& t, Winners row) {
+#if ATH_ISA_MULTI
+  pick_isa_copy(&winners_row_baseline, &winners_row_avx2, &winners_row_avx512)(t, row);
+#else
+  winners_row_baseline(t, row);
+#endif
+}
+
+// See conv_pool_sums.h.
 void write_planes_baseline(const float* best, const int32_t* won, int64_t plane, int64_t lanes,
                            float* y, int64_t* idx) {
   for (int64_t l = 0; l < lanes; ++l)
     for (int64_t q = 0; q < plane; ++q) {
       y[l * plane + q] = best[q * kLanes + l];
-      idx[l * plane + q] = won[q * kLanes + l];
+      if (idx != nullptr) idx[l * plane + q] = won[q * kLanes + l];
     }
 }
 
@@ -172,6 +178,7 @@ ATH_ISA_TARGET_AVX2 void write_planes_avx2(const float* best, const int32_t* won
     for (; q + 8 <= plane; q += 8) {
       const int64_t at = q * kLanes + l;
       _mm256_storeu_ps(y + l * plane + q, _mm256_i32gather_ps(best + at, step, 4));
+      if (idx == nullptr) continue;
       const __m256i w = _mm256_i32gather_epi32(won + at, step, 4);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + l * plane + q),
                           _mm256_cvtepi32_epi64(_mm256_castsi256_si128(w)));
@@ -180,41 +187,94 @@ ATH_ISA_TARGET_AVX2 void write_planes_avx2(const float* best, const int32_t* won
     }
     for (; q < plane; ++q) {
       y[l * plane + q] = best[q * kLanes + l];
-      idx[l * plane + q] = won[q * kLanes + l];
+      if (idx != nullptr) idx[l * plane + q] = won[q * kLanes + l];
     }
   }
 }
 
+// r[i] (16 floats each) becomes column i of the 16 x 16 block they held. (Masked forms with
+// every lane set: the unmasked unpacks and shuffles trip GCC 12's -Wmaybe-uninitialized.)
+ATH_ISA_TARGET_AVX512 [[gnu::always_inline]] inline void transpose16(__m512* r) {
+  constexpr __mmask16 all = 0xFFFF;
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    const __m512 a = r[2 * i], b = r[2 * i + 1];
+    t[2 * i] = _mm512_mask_unpacklo_ps(a, all, a, b);
+    t[2 * i + 1] = _mm512_mask_unpackhi_ps(a, all, a, b);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512 a = t[4 * i], b = t[4 * i + 1], c = t[4 * i + 2], d = t[4 * i + 3];
+    r[4 * i + 0] = _mm512_mask_shuffle_ps(a, all, a, c, 0x44);
+    r[4 * i + 1] = _mm512_mask_shuffle_ps(a, all, a, c, 0xEE);
+    r[4 * i + 2] = _mm512_mask_shuffle_ps(b, all, b, d, 0x44);
+    r[4 * i + 3] = _mm512_mask_shuffle_ps(b, all, b, d, 0xEE);
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const __m512 a = r[8 * i + j], b = r[8 * i + j + 4];
+      t[8 * i + j] = _mm512_mask_shuffle_f32x4(a, all, a, b, 0x88);
+      t[8 * i + j + 4] = _mm512_mask_shuffle_f32x4(a, all, a, b, 0xDD);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    const __m512 a = t[j], b = t[j + 8];
+    r[j] = _mm512_mask_shuffle_f32x4(a, all, a, b, 0x88);
+    r[j + 8] = _mm512_mask_shuffle_f32x4(a, all, a, b, 0xDD);
+  }
+}
+
+// 16 int32 lanes widened into idx[0..15] (the first `m` of them).
+ATH_ISA_TARGET_AVX512 [[gnu::always_inline]] inline void store_widened(int64_t* idx, __mmask16 m,
+                                                                       __m512i w) {
+  // (Masked forms throughout: the unmasked extract and widen trip GCC 12's
+  // -Wmaybe-uninitialized.)
+  const __m256i z = _mm256_setzero_si256();
+  const __m512i zero = _mm512_setzero_si512();
+  _mm512_mask_storeu_epi64(
+      idx, static_cast<__mmask8>(m),
+      _mm512_mask_cvtepi32_epi64(zero, 0xFF, _mm512_mask_extracti64x4_epi64(z, 0xF, w, 0)));
+  _mm512_mask_storeu_epi64(
+      idx + 8, static_cast<__mmask8>(m >> 8),
+      _mm512_mask_cvtepi32_epi64(zero, 0xFF, _mm512_mask_extracti64x4_epi64(z, 0xF, w, 1)));
+}
+
+// Whole blocks of 16 positions through an in-register transpose (the gathers alone took twice
+// the sums' time for a first convolution's full output); the rest gathered, masked.
 ATH_ISA_TARGET_AVX512 void write_planes_avx512(const float* best, const int32_t* won, int64_t plane,
                                                int64_t lanes, float* y, int64_t* idx) {
+  int64_t q0 = 0;
+  for (; q0 + 16 <= plane; q0 += 16) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(best + (q0 + i) * kLanes);
+    transpose16(r);
+    for (int64_t l = 0; l < lanes; ++l) _mm512_storeu_ps(y + l * plane + q0, r[l]);
+    if (idx == nullptr) continue;
+    for (int i = 0; i < 16; ++i)
+      r[i] = _mm512_castsi512_ps(_mm512_loadu_si512(won + (q0 + i) * kLanes));
+    transpose16(r);
+    for (int64_t l = 0; l < lanes; ++l)
+      store_widened(idx + l * plane + q0, 0xFFFF, _mm512_castps_si512(r[l]));
+  }
+  if (q0 == plane) return;
   const __m512i step =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(16));
+  const __mmask16 m = static_cast<__mmask16>((1u << (plane - q0)) - 1);
   for (int64_t l = 0; l < lanes; ++l) {
-    for (int64_t q = 0; q < plane; q += 16) {
-      const __mmask16 m =
-          plane - q >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (plane - q)) - 1);
-      const int64_t at = q * kLanes + l;
-      const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, best + at, 4);
-      const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, step, won + at, 4);
-      _mm512_mask_storeu_ps(y + l * plane + q, m, v);
-      // (Masked forms throughout: the unmasked extract and widen trip GCC 12's
-      // -Wmaybe-uninitialized.)
-      const __m256i z = _mm256_setzero_si256();
-      const __m512i zero = _mm512_setzero_si512();
-      _mm512_mask_storeu_epi64(
-          idx + l * plane + q, static_cast<__mmask8>(m),
-          _mm512_mask_cvtepi32_epi64(zero, 0xFF, _mm512_mask_extracti64x4_epi64(z, 0xF, w, 0)));
-      _mm512_mask_storeu_epi64(
-          idx + l * plane + q + 8, static_cast<__mmask8>(m >> 8),
-          _mm512_mask_cvtepi32_epi64(zero, 0xFF, _mm512_mask_extracti64x4_epi64(z, 0xF, w, 1)));
-    }
+    const int64_t at = q0 * kLanes + l;
+    _mm512_mask_storeu_ps(y + l * plane + q0, m,
+                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, best + at, 4));
+    if (idx != nullptr)
+      store_widened(idx + l * plane + q0, m,
+                    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, step, won + at, 4));
   }
 }
 #endif
 
-void write_planes(const float* best, const int32_t* won, int64_t plane, int64_t lanes, float* y,
-                  int64_t* idx) {
+}  // namespace
+
+void write_channel_planes(const float* best, const int32_t* won, int64_t plane, int64_t lanes,
+                          float* y, int64_t* idx) {
 #if ATH_ISA_MULTI
   pick_isa_copy(&write_planes_baseline, &write_planes_avx2, &write_planes_avx512)(best, won, plane,
                                                                                   lanes, y, idx);
@@ -223,13 +283,7 @@ void write_planes(const float* best, const int32_t* won, int64_t plane, int64_t 
 #endif
 }
 
-void winners_row(const Task& t, Winners row) {
-#if ATH_ISA_MULTI
-  pick_isa_copy(&winners_row_baseline, &winners_row_avx2, &winners_row_avx512)(t, row);
-#else
-  winners_row_baseline(t, row);
-#endif
-}
+namespace {
 
 void conv_relu_max_pool_indices_kernel(TensorSpan in, std::span<Tensor> out,
                                        const ConvPoolAttrs& a) {
@@ -260,8 +314,8 @@ void conv_relu_max_pool_indices_kernel(TensorSpan in, std::span<Tensor> out,
                             static_cast<int32_t>(ph * r.pool[0] * r.conv_w)});
       }
       const int64_t at = (img * o + ob * kLanes) * plane;
-      write_planes(best.data(), won.data(), plane, std::min(kLanes, o - ob * kLanes), y + at,
-                   idx + at);
+      write_channel_planes(best.data(), won.data(), plane, std::min(kLanes, o - ob * kLanes),
+                           y + at, idx + at);
     }
   });
 }

@@ -256,3 +256,14 @@ void run_rows(const RowPlan& r, MakeWorker&& make_worker) {
 }
 
 }  // namespace ath::kernels::conv_pool
+
+namespace ath::kernels {
+
+// A block of 16 channels' planes from a task's scratch [plane][16] (conv_pool_indices.cpp):
+// y[l][q] = best[q][l] and, unless idx is null, idx[l][q] = won[q][l], for the first `lanes`
+// channels. The wide copies gather 16 (8) positions of a lane at a time and write each plane
+// front to back (writing 16 pieces of a row to 16 planes took half of the kernel's time).
+void write_channel_planes(const float* best, const int32_t* won, int64_t plane, int64_t lanes,
+                          float* y, int64_t* idx);
+
+}  // namespace ath::kernels

@@ -23,6 +23,7 @@
 #include "common/lanes.h"
 #include "common/nn_common.h"
 #include "common/register.h"
+#include "conv_kernels.h"
 #include "pool_planes.h"
 
 namespace ath::kernels {
@@ -33,6 +34,7 @@ struct Geometry {
   const float* gp;  // grad_pooled [N][O][PH][PW]
   const int64_t* idx;
   const float* pooled;
+  const float* dy;  // or, for an eager weight gradient, the convolution's output gradient
   int64_t n, c, o, kh, kw, hp, wpp;
   Planes planes;  // the scatter's: N * O planes of conv_h x conv_w from PH x PW
   int64_t rows;   // pre-pool rows the windows cover (PH * pool height)
@@ -54,8 +56,15 @@ ATH_ISA_BODY F16<W> madd(const F16<W>& a, const F16<W>& b, F16<W> c) {
   return c;
 }
 
-// The pre-pool gradient of (img, o) into plane[conv_h * conv_w] (+16 floats of slack).
+// The convolution's output gradient for (img, o) into plane[conv_h * conv_w] (+16 floats of
+// slack): the pre-pool gradient the masked scatter makes from the pooled one, or (eager) a copy
+// of dy's plane, which the strips' loads may then overrun.
 inline void pre_pool_plane(const Geometry& g, int64_t img, int64_t o, float* plane) {
+  if (g.dy != nullptr) {
+    const int64_t size = g.planes.in_h * g.planes.in_w;
+    std::memcpy(plane, g.dy + (img * g.o + o) * size, static_cast<std::size_t>(size) * 4);
+    return;
+  }
   const int64_t at = (img * g.o + o) * g.planes.out_h * g.planes.out_w;
   max_unpool_masked_planes_f32(g.gp + at, g.idx + at, g.pooled + at, plane, 0, 1, g.planes);
 }
@@ -118,7 +127,7 @@ ATH_ISA_BODY void channel_sums(const Geometry& g, int64_t o, F16<W>* acc, float*
   } else {
     for (int64_t t = 0; t < taps; ++t) dw[t] = hsum<W>(acc[t]);
   }
-  *db = hsum<W>(bias);
+  if (db != nullptr) *db = hsum<W>(bias);
 }
 
 template <int W>
@@ -136,20 +145,13 @@ ATH_ISA_DISPATCH_W(weight_grad_channel,
                    (const Geometry& g, int64_t o, float* plane, float* dw, float* db),
                    (g, o, plane, dw, db))
 
-void conv_pool_weight_grad_kernel(TensorSpan in, std::span<Tensor> out,
-                                  const ConvPoolWeightGradAttrs& a) {
-  const Tensor x = dense(in[0]), gp = dense(in[1]), idx = dense(in[2]), pooled = dense(in[3]);
-  const ConvAttrs& cv = a.forward.conv;
-  Geometry g{};
-  g.n = x.size(0), g.c = x.size(1), g.o = gp.size(1), g.kh = a.kernel[0], g.kw = a.kernel[1];
+// Pads x into g.xp's buffer (rows long enough for every strip's loads) and runs every output
+// channel; g's gradient source, sizes and planes are set.
+void run_channels(Geometry& g, const Tensor& x, const ConvAttrs& cv, float* dw, float* db) {
   const int64_t h = x.size(2), w = x.size(3);
-  g.hp = h + cv.pad_l[0] + cv.pad_r[0];
-  const int64_t wp = w + cv.pad_l[1] + cv.pad_r[1];
-  g.planes = Planes{g.n * g.o, g.hp - g.kh + 1, wp - g.kw + 1, gp.size(2), gp.size(3)};
-  g.rows = gp.size(2) * a.forward.pool[0];
-  g.cols = gp.size(3) * a.forward.pool[1];
   // Every strip's 16 loads at each tap stay inside the row (zeros past the input).
-  g.wpp = std::max(wp, (g.cols + kLanes - 1) / kLanes * kLanes + g.kw - 1);
+  g.wpp =
+      std::max(w + cv.pad_l[1] + cv.pad_r[1], (g.cols + kLanes - 1) / kLanes * kLanes + g.kw - 1);
   std::vector<float> padded(static_cast<std::size_t>(g.n * g.c * g.hp * g.wpp), 0.0f);
   const float* xs = static_cast<const float*>(x.data_ptr());
   for (int64_t plane = 0; plane < g.n * g.c; ++plane)
@@ -157,17 +159,30 @@ void conv_pool_weight_grad_kernel(TensorSpan in, std::span<Tensor> out,
       std::memcpy(padded.data() + (plane * g.hp + r + cv.pad_l[0]) * g.wpp + cv.pad_l[1],
                   xs + (plane * h + r) * w, static_cast<std::size_t>(w) * sizeof(float));
   g.xp = padded.data();
-  g.gp = static_cast<const float*>(gp.data_ptr());
-  g.idx = static_cast<const int64_t*>(idx.data_ptr());
-  g.pooled = static_cast<const float*>(pooled.data_ptr());
-  float* dw = static_cast<float*>(out[0].data_ptr());
-  float* db = static_cast<float*>(out[1].data_ptr());
   const int64_t taps = g.c * g.kh * g.kw;
   parallel_for(0, g.o, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> plane(static_cast<std::size_t>(g.planes.in_h * g.planes.in_w + kLanes));
     for (int64_t o = begin; o < end; ++o)
-      weight_grad_channel(g, o, plane.data(), dw + o * taps, db + o);
+      weight_grad_channel(g, o, plane.data(), dw + o * taps, db != nullptr ? db + o : nullptr);
   });
+}
+
+void conv_pool_weight_grad_kernel(TensorSpan in, std::span<Tensor> out,
+                                  const ConvPoolWeightGradAttrs& a) {
+  const Tensor x = dense(in[0]), gp = dense(in[1]), idx = dense(in[2]), pooled = dense(in[3]);
+  const ConvAttrs& cv = a.forward.conv;
+  Geometry g{};
+  g.n = x.size(0), g.c = x.size(1), g.o = gp.size(1), g.kh = a.kernel[0], g.kw = a.kernel[1];
+  g.hp = x.size(2) + cv.pad_l[0] + cv.pad_r[0];
+  const int64_t wp = x.size(3) + cv.pad_l[1] + cv.pad_r[1];
+  g.planes = Planes{g.n * g.o, g.hp - g.kh + 1, wp - g.kw + 1, gp.size(2), gp.size(3)};
+  g.rows = gp.size(2) * a.forward.pool[0];
+  g.cols = gp.size(3) * a.forward.pool[1];
+  g.gp = static_cast<const float*>(gp.data_ptr());
+  g.idx = static_cast<const int64_t*>(idx.data_ptr());
+  g.pooled = static_cast<const float*>(pooled.data_ptr());
+  run_channels(g, x, cv, static_cast<float*>(out[0].data_ptr()),
+               static_cast<float*>(out[1].data_ptr()));
 }
 
 const bool registered = [] {
@@ -177,4 +192,27 @@ const bool registered = [] {
 }();
 
 }  // namespace
+
+// The eager weight gradient of a few-channel convolution: the same channel sums over dy's planes
+// (rows and columns the windows did not cover add products of zero, which change no sum), so an
+// eager step's gradient has the bits of the fused kernel's.
+bool conv_backward_weights_few_channels(const Tensor& x, const Tensor& dy, const Tensor& dw,
+                                        const Tensor* db, const ConvGeometry& cg) {
+  const ConvAttrs& cv = cg.attrs;
+  if (dw.dtype() != kFloat32 || x.dtype() != kFloat32 || dy.dtype() != kFloat32 ||
+      !few_channel_convolution(cg) || cv.stride[0] != 1 || cv.stride[1] != 1 ||
+      cg.c * cg.kh * cg.kw > kMaxConvPoolTaps)
+    return false;
+  Geometry g{};
+  g.n = cg.n, g.c = cg.c, g.o = cg.o, g.kh = cg.kh, g.kw = cg.kw;
+  g.hp = cg.h + cv.pad_l[0] + cv.pad_r[0];
+  g.planes = Planes{g.n * g.o, cg.oh, cg.ow, cg.oh, cg.ow};
+  g.rows = cg.oh;
+  g.cols = cg.ow;
+  g.dy = static_cast<const float*>(dy.data_ptr());
+  run_channels(g, x, cv, static_cast<float*>(dw.data_ptr()),
+               db != nullptr ? static_cast<float*>(db->data_ptr()) : nullptr);
+  return true;
+}
+
 }  // namespace ath::kernels
