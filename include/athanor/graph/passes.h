@@ -71,7 +71,8 @@
 // |   train       | whose indices the backward reads become conv_relu_max_pool_indices,    |
 // |               | and the masked scatter + weight gradient behind it one                 |
 // |               | conv_relu_max_pool_weight_grad: neither the convolution's output nor   |
-// |               | its gradient is stored. Within a few ulp                               |
+// |               | its gradient is stored. Bit-identical (eager first layers share the   |
+// |               | kernels' sums)                                                         |
 // | norm_add      | a layer_norm_backward whose dx only an add reads becomes               |
 // |               | layer_norm_backward_add: the residual gradient is added as dx is made  |
 // | fuse          | turns groups of element-wise nodes (add, mul, div, neg, comparisons,   |

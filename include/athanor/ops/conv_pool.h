@@ -61,9 +61,9 @@ Tensor conv_relu_max_pool(const Tensor& x, const Tensor& weight, const std::opti
 // dst_layout must be Nchw. The graph compiler's conv_pool_train pass makes it from a training
 // step's first convolution, relu and max pool, whose backward (max_pool2d_backward_masked, the
 // weight gradient) reads only the pooled values and the indices: the convolution's output, its
-// relu and the pool's read of them are never written to memory. Its values differ from oneDNN's
-// convolution only in the order of each sum's terms; not differentiable (the graph holds the
-// backward already).
+// relu and the pool's read of them are never written to memory. Its sums are those an eager
+// float32 conv2d with at most kConvPoolMaxChannels inputs makes (the same kernel), so the fused
+// step keeps the eager step's bits. Not differentiable (the graph holds the backward already).
 const Op<ConvPoolAttrs>& op_conv_relu_max_pool_indices();
 
 // The weight and bias gradients behind conv_relu_max_pool_indices: (x, grad_pooled, indices,

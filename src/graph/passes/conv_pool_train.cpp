@@ -17,9 +17,8 @@
 // Legal when: the convolution has at most 4 input channels, groups 1, dilation 1, float32; y's
 // buffer is read by the pool alone and is no output nor written in place; the pool's windows do
 // not overlap (kernel == stride, no padding, dilation 1, floor mode). The fused node's indices
-// are max_pool2d's (its winner rule over relu's output); its sums take the taps in their own
-// order, so values are within a few ulp of oneDNN's (a reordered reduction: compiled W2 is not
-// bit-identical to eager W2 with this pass on).
+// are max_pool2d's (its winner rule over relu's output), and its sums those of an eager
+// few-channel conv2d (ops/kernels/cpu/conv_kernels.h): the rewrite is bit-identical.
 #include "athanor/graph/passes.h"
 #include "athanor/ops/conv.h"
 #include "athanor/ops/conv_pool.h"
