@@ -6,6 +6,7 @@
 #include "athanor/graph/executor.h"
 #include "athanor/graph/passes.h"
 #include "athanor/graph/verify.h"
+#include "athanor/ops/activations.h"
 #include "athanor/ops/epilogue.h"
 #include "graph_test_util.h"
 #include "support/expect_error.h"
@@ -283,6 +284,56 @@ TEST(GraphPasses, NormAddAddsTheResidualGradientWhereDxIsMade) {
   EXPECT_EQ(fuse_norm_adds(g), 0);
 }
 
+// A recomputed GELU, a product that reads it, and the GELU's gradient: gelu_pair makes one
+// gelu_with_backward where the gradient was made and moves the product below it, bit-identical.
+// A GELU of another tensor, and a pair whose gradient is made from the GELU, stay. Where the
+// gradient is made after the product, fusing would keep the GELU and the gradient alive at once
+// and grow the arena: that pair stays too.
+TEST(GraphPasses, GeluPairMakesTheRecomputedGeluWithItsGradient) {
+  for (const bool gradient_first : {true, false}) {
+    SCOPED_TRACE(gradient_first ? "gradient made first" : "gradient made last");
+    Graph g;
+    const Shape s{8, 16};
+    const ValueId x = g.add_argument({s, kFloat32});
+    const ValueId other = g.add_argument({s, kFloat32});
+    const ValueId w = g.add_argument({{16, 16}, kFloat32});
+    const ValueId gy = g.add_argument({s, kFloat32});
+    auto gradient = [&] { return g.add_node(op_mm(), NoAttrs{}, {gy, w})[0]; };
+    ValueId dh = gradient_first ? gradient() : kNoValue;
+    const ValueId r = g.add_node(op_gelu(), GeluAttrs{}, {x})[0];
+    const ValueId prod = g.add_node(op_mm(), NoAttrs{}, {r, w})[0];  // the weight gradient
+    if (!gradient_first) dh = gradient();
+    const ValueId dx = g.add_node(op_gelu_backward(), GeluAttrs{}, {dh, x})[0];
+    const ValueId r2 = g.add_node(op_gelu(), GeluAttrs{}, {other})[0];  // no partner
+    // A gradient made from the GELU itself: r3 must come first, so it stays.
+    const ValueId r3 = g.add_node(op_gelu(), GeluAttrs{}, {gy})[0];
+    const ValueId dy3 = g.add_node(op_gelu_backward(), GeluAttrs{}, {r3, gy})[0];
+    g.outputs = {prod, dx, r2, dy3};
+    const Tensor xs = randn(s), os = randn(s), ws = randn({16, 16}), gs = randn(s);
+    const std::vector<Tensor> before = Executor(g).run({xs, os, ws, gs});
+    const int64_t arena_before = plan_memory(g).arena_bytes;
+
+    EXPECT_EQ(fuse_gelu_pairs(g), gradient_first ? 1 : 0);
+    verify(g);
+    EXPECT_LE(plan_memory(g).arena_bytes, arena_before);
+    EXPECT_EQ(g.count("gelu_with_backward"), gradient_first ? 1 : 0);
+    EXPECT_EQ(g.count("gelu"), gradient_first ? 2 : 3);
+    EXPECT_EQ(g.count("gelu_backward"), gradient_first ? 1 : 2);
+    if (gradient_first) {  // the product that read the recomputed GELU runs after the fused node
+      int64_t fused_at = -1, product_at = -1;
+      for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+        if (g.nodes[k].op == &op_gelu_with_backward()) fused_at = static_cast<int64_t>(k);
+        if (g.nodes[k].op == &op_mm() && fused_at >= 0 && product_at < 0)
+          product_at = static_cast<int64_t>(k);
+      }
+      EXPECT_GT(product_at, fused_at);
+    }
+    const std::vector<Tensor> after = Executor(g).run({xs, os, ws, gs});
+    for (std::size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(before[i], after[i])) << i;
+    EXPECT_EQ(fuse_gelu_pairs(g), 0);
+  }
+}
+
 TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   Graph g;
   const ValueId x = g.add_argument({{3}, kFloat32});
@@ -297,7 +348,8 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   ASSERT_EQ(r.passes.size(), pass_names().size() - 10);
   EXPECT_EQ(pass_names().back(), "interop");                 // last: it orders what the others made
   EXPECT_EQ(pass_names()[pass_names().size() - 2], "sink");  // after remat's copies
-  EXPECT_EQ(pass_names()[pass_names().size() - 3], "remat");
+  EXPECT_EQ(pass_names()[pass_names().size() - 3], "gelu_pair");  // pairs remat's GELU copies
+  EXPECT_EQ(pass_names()[pass_names().size() - 4], "remat");
   EXPECT_EQ(r.passes[2].name, "cse");
   EXPECT_EQ(r.passes[2].changed, 1);
   EXPECT_EQ(r.passes[3].name, "log_softmax_nll");
@@ -310,18 +362,19 @@ TEST(GraphPasses, RunPassesReportsEachAndRejectsUnknownNames) {
   EXPECT_EQ(r.passes[9].name, "dce");
   EXPECT_EQ(r.passes[9].changed, 1);
   EXPECT_EQ(r.passes[10].name, "remat");
-  EXPECT_EQ(r.passes[11].name, "sink");
+  EXPECT_EQ(r.passes[11].name, "gelu_pair");
+  EXPECT_EQ(r.passes[12].name, "sink");
   EXPECT_EQ(g.nodes.size(), 2u);
   Graph inference = g;
-  // remat and sink lower a training step's peak: an inference graph keeps nothing for a backward.
-  EXPECT_EQ(run_passes(inference, {.inference = true}).passes.size(), pass_names().size() - 2);
+  // remat, gelu_pair and sink work on a training step's backward: an inference graph has none.
+  EXPECT_EQ(run_passes(inference, {.inference = true}).passes.size(), pass_names().size() - 3);
   Graph h;
   testing::expect_error_naming([&] { run_passes(h, {.disabled = {"fusion9"}}); },
                                "no pass named 'fusion9'");
   Graph k = h;
   EXPECT_EQ(run_passes(k, {.disabled = {"cse", "dce", "fold", "simplify", "log_softmax_nll",
                                         "epilogue", "pool_mask", "conv_pool_train", "norm_add",
-                                        "fuse", "remat", "sink", "interop"}})
+                                        "gelu_pair", "fuse", "remat", "sink", "interop"}})
                 .passes.size(),
             0u);
 }

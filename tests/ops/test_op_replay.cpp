@@ -149,6 +149,7 @@ TEST(OpReplay, EveryRecordedCallReplaysBitIdenticallyFromTypeErasedAttributes) {
       {"conv_relu_max_pool", "test_conv_pool.cpp (inference-only; no table row)"},
       {"conv_relu_max_pool_indices", "test_conv_pool.cpp (made by conv_pool_train; no table row)"},
       {"conv_relu_max_pool_weight_grad", "test_conv_pool.cpp (made by conv_pool_train; no table row)"},
+      {"gelu_with_backward", "test_gelu_pair.cpp (made by gelu_pair; no table row)"},
       {"linear_pack_weight", "test_linear_packed.cpp (inference-only; no table row)"},
       {"linear_packed", "same"},
   };

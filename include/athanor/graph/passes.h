@@ -87,6 +87,10 @@
 // |               | budget (PassOptions::memory_budget) then cheap ones (element-wise,     |
 // |               | layer_norm, softmax, dropout from its seed), then chains through       |
 // |               | matrix products, until the arena fits it (rematerialize)               |
+// | gelu_pair     | training graphs, after remat: a GELU the backward recomputes and its   |
+// |               | gradient become one gelu_with_backward (ops/activations.h): x read and |
+// |               | Phi(x) computed once for both; its readers in between move below it.   |
+// |               | Bit-identical                                                          |
 // | sink          | training graphs: moves a node whose results nothing reads until after  |
 // |               | the arena's peak down to their first reader (sink_producers)           |
 // | interop       | last: pairs independent nodes to run at the same time, one thread each, |
@@ -129,6 +133,7 @@ int convert_to_blocked_layout(Graph& g);
 int pack_linears(Graph& g);
 int fuse_pool_masks(Graph& g);
 int fuse_conv_pools_for_training(Graph& g);
+int fuse_gelu_pairs(Graph& g);
 int fuse_norm_adds(Graph& g);
 int fuse_pointwise(Graph& g);
 int eliminate_dead_code(Graph& g);

@@ -68,6 +68,11 @@ const Op<GeluAttrs>& op_gelu();
 // gelu_backward(g, x) = g * (Phi(x) + x * phi(x)): the exact GELU's gradient in one fused pass
 // (the tanh approximation's gradient stays a composition).
 const Op<GeluAttrs>& op_gelu_backward();
+// (g, x) -> (gelu_backward(g, x), gelu(x)): both from one read of x and one Phi(x), with the bits
+// of the two ops; the gradient may be written over g (as gelu_backward's). The graph compiler's
+// gelu_pair pass makes it where a training step's backward recomputes a GELU (remat) next to
+// that GELU's gradient. Exact GELU only; not differentiable.
+const Op<GeluAttrs>& op_gelu_with_backward();
 const Op<NoAttrs>& op_silu();
 const Op<NoAttrs>& op_mish();
 const Op<SoftplusAttrs>& op_softplus();

@@ -17,6 +17,7 @@ struct NamedPass {
 };
 
 constexpr std::string_view kRemat = "remat";
+constexpr std::string_view kGeluPair = "gelu_pair";
 constexpr std::string_view kSink = "sink";
 constexpr std::string_view kInterop = "interop";
 
@@ -55,6 +56,7 @@ const std::vector<std::string>& pass_names() {
     std::vector<std::string> n;
     for (const NamedPass& p : passes()) n.push_back(p.name);
     n.emplace_back(kRemat);
+    n.emplace_back(kGeluPair);
     n.emplace_back(kSink);
     n.emplace_back(kInterop);
     return n;
@@ -101,6 +103,8 @@ PassReport run_passes(Graph& g, const PassOptions& options) {
     }
     finish(kRemat, static_cast<int>(report.remat.recomputed.size()));
   }
+  // After remat, whose GELU copies run next to the GELUs' gradients: one kernel makes both.
+  if (enabled(kGeluPair) && !options.inference) finish(kGeluPair, fuse_gelu_pairs(g));
   // After remat, whose copies run where the late reads are: what is made early and read late
   // can often move down to its reader.
   if (enabled(kSink) && !options.inference) finish(kSink, sink_producers(g));

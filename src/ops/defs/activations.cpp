@@ -94,6 +94,30 @@ const Op<GeluAttrs>& op_gelu() {
   return op;
 }
 
+const Op<GeluAttrs>& op_gelu_with_backward() {
+  static const auto& op = define_op<GeluAttrs>({
+      .name = "gelu_with_backward",
+      .num_inputs = 2,
+      .num_outputs = 2,
+      .inplace = InplacePolicy::OverInput0,  // the gradient over g, as gelu_backward's
+      .infer =
+          [](TensorSpan in, const GeluAttrs& a) {
+            ATH_CHECK(a.approximate == GeluApprox::None, ValueError,
+                      "only the exact GELU has a fused backward (tanh's is composed)");
+            ATH_CHECK(in[0].shape() == in[1].shape(), ShapeError,
+                      "grad shape {} doesn't match the input shape {}", to_string(in[0].shape()),
+                      to_string(in[1].shape()));
+            ATH_CHECK(in[0].dtype() == in[1].dtype() && is_floating(in[0].dtype()), DTypeError,
+                      "expected one floating dtype, got {} and {}", dtype_name(in[0].dtype()),
+                      dtype_name(in[1].dtype()));
+            const DType t = in[0].dtype();
+            return OutputSpec{{{in[0].shape(), t}, {in[1].shape(), t}}, t};
+          },
+      .not_differentiable = "made by the graph compiler's gelu_pair pass, inside a backward",
+  });
+  return op;
+}
+
 const Op<GeluAttrs>& op_gelu_backward() {
   static const auto& op = define_op<GeluAttrs>({
       .name = "gelu_backward",

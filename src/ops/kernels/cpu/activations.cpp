@@ -24,6 +24,19 @@ ATH_ISA_BODY void gelu_backward_f32_body(const float* g, const float* x, float* 
 ATH_ISA_DISPATCH(gelu_backward_f32, (const float* g, const float* x, float* y, int64_t n),
                  (g, x, y, n))
 
+// Both at once: Phi(x) once, each output's expression as in the two bodies above (so each has
+// their bits: the same operations, contracted alike).
+ATH_ISA_BODY void gelu_pair_f32_body(const float* g, const float* x, float* y, float* dx,
+                                     int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float cdf = normal_cdf_fast(x[i]);
+    y[i] = x[i] * cdf;
+    dx[i] = g[i] * (cdf + x[i] * normal_pdf(x[i]));
+  }
+}
+ATH_ISA_DISPATCH(gelu_pair_f32, (const float* g, const float* x, float* y, float* dx, int64_t n),
+                 (g, x, y, dx, n))
+
 // Runs fn(begin, end) over a float32 op whose operands are all dense and of out's size (the
 // common case); false otherwise, for the general loop.
 template <class T, class Fn>
@@ -105,6 +118,25 @@ void gelu_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs& a) {
   }
 }
 
+// gelu_with_backward: (g, x) -> (gelu_backward(g, x), gelu(x)).
+// Memory contract: dense float32 reads g and x once per element and writes each output once
+// (the gradient may be g's buffer: each g[i] is read before dx[i] is written); anything else
+// runs the two ops' kernels, the GELU first (the gradient may overwrite g, never x).
+template <class T>
+void gelu_with_backward_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs& a) {
+  const T *g = static_cast<const T*>(in[0].data_ptr()),
+          *x = static_cast<const T*>(in[1].data_ptr());
+  T *dx = static_cast<T*>(out[0].data_ptr()), *y = static_cast<T*>(out[1].data_ptr());
+  if (out[1].is_contiguous() &&
+      run_dense_f32<T>(out[0], {&in[0], &in[1]}, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same_v<T, float>) gelu_pair_f32(g + b, x + b, y + b, dx + b, e - b);
+      })) {
+    return;
+  }
+  gelu_kernel<T>(in.subspan(1, 1), out.subspan(1, 1), a);
+  gelu_backward_kernel<T>(in, out.subspan(0, 1), a);
+}
+
 template <class T>
 void softplus_kernel(TensorSpan in, std::span<Tensor> out, const SoftplusAttrs& a) {
   using C = compute_t<T>;
@@ -127,6 +159,8 @@ const bool registered = [] {
   register_cpu_floating(op_elu(), []<class T>() { return &elu_kernel<T>; });
   register_cpu_floating(op_gelu(), []<class T>() { return &gelu_kernel<T>; });
   register_cpu_floating(op_gelu_backward(), []<class T>() { return &gelu_backward_kernel<T>; });
+  register_cpu_floating(op_gelu_with_backward(),
+                        []<class T>() { return &gelu_with_backward_kernel<T>; });
   register_cpu_floating(op_softplus(), []<class T>() { return &softplus_kernel<T>; });
   register_cpu_numeric(op_hardtanh(), []<class T>() { return &hardtanh_kernel<T>; });
   register_unary_floating(op_silu(), [](auto x) {
