@@ -339,12 +339,14 @@ TEST(ConvReluMaxPoolWeightGrad, TakesAnyIndicesAsTheMaskedScatterDoes) {
   EXPECT_TRUE(allclose(got[1], want_b, {.rtol = 1e-4, .atol = 1e-4}));
 }
 
-// An eager first layer (at most 4 input channels) runs the fused kernels' sums: conv2d -> relu ->
-// max_pool2d gives conv_relu_max_pool_indices' bits, and the weight gradient of the masked
+// An eager first layer of conv_pool_trainable's kind runs the fused kernels' sums: conv2d -> relu
+// -> max_pool2d gives conv_relu_max_pool_indices' bits, and the weight gradient of the masked
 // scatter conv_relu_max_pool_weight_grad's, on every ISA and thread count. This is what keeps a
 // compiled W2 step bit-identical to the eager one (FusePass.W2FirstConvolutionReluAndPool...).
 TEST(ConvReluMaxPoolIndices, EagerFirstLayersSumInTheFusedKernelsOrder) {
-  const Case cases[] = {{3, 1, 32, 28, 28, 3, 1, 1, {2, 2}}, {2, 3, 20, 17, 19, 5, 2, 1, {3, 2}}};
+  // W2's first layer; one channel of 3x3 on an odd image with a 3x2 pool that leaves a row and a
+  // column over (conv_pool_trainable's kind: one channel, 3x3).
+  const Case cases[] = {{3, 1, 32, 28, 28, 3, 1, 1, {2, 2}}, {2, 1, 20, 17, 19, 3, 1, 1, {3, 2}}};
   manual_seed(12);
   for (const Case& c : cases) {
     const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,

@@ -67,8 +67,9 @@
 // | pool_mask     | ReLU's backward mask on a max-pool's backward scatter becomes one      |
 // |               | max_pool2d_backward_masked: the mask reads the pooled values, and the  |
 // |               | gradient is written once (W2's conv -> relu -> pool backward)          |
-// | conv_pool_    | training graphs, after pool_mask: the same first convolution and pool  |
-// |   train       | whose indices the backward reads become conv_relu_max_pool_indices,    |
+// | conv_pool_    | training graphs, after pool_mask: the same with one input channel and  |
+// |   train       | a 3x3 filter (conv_pool_trainable), the indices read by the backward,  |
+// |               | becomes conv_relu_max_pool_indices,                                    |
 // |               | and the masked scatter + weight gradient behind it one                 |
 // |               | conv_relu_max_pool_weight_grad: neither the convolution's output nor   |
 // |               | its gradient is stored. Bit-identical (eager first layers share the   |

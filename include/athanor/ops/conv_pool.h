@@ -37,10 +37,14 @@
 
 namespace ath {
 
-// The most input channels for which the graph compiler fuses a training step's first layer
-// (conv_pool_train) — and for which eager float32 convolutions and their weight gradients run
-// the fused kernels' own sums (stride 1 for the weight gradient), so both sum in one order.
-inline constexpr int64_t kConvPoolMaxChannels = 4;
+// The first layers the graph compiler fuses in training (conv_pool_train): one input channel and
+// a 3x3 filter (W2's). Eager float32 convolutions of that kind (groups 1, dilation 1) and their
+// weight gradients (stride 1) run the fused kernels' own sums, so both sum in one order. Wider
+// ones stay oneDNN's: at 3 channels the kernels measured 31% (3x3 forward) to 140% (3x3 weight
+// gradient) slower than oneDNN on a 2-core AVX-512 Xeon, 45% for ResNet's 7x7 stride-2 layer.
+constexpr bool conv_pool_trainable(int64_t channels, int64_t kh, int64_t kw) {
+  return channels == 1 && kh == 3 && kw == 3;
+}
 
 struct ConvPoolAttrs {
   ConvAttrs conv;                     // stride and padding; groups 1, dilation 1, not transposed
@@ -62,8 +66,8 @@ Tensor conv_relu_max_pool(const Tensor& x, const Tensor& weight, const std::opti
 // step's first convolution, relu and max pool, whose backward (max_pool2d_backward_masked, the
 // weight gradient) reads only the pooled values and the indices: the convolution's output, its
 // relu and the pool's read of them are never written to memory. Its sums are those an eager
-// float32 conv2d with at most kConvPoolMaxChannels inputs makes (the same kernel), so the fused
-// step keeps the eager step's bits. Not differentiable (the graph holds the backward already).
+// float32 conv2d makes where conv_pool_trainable holds (the same kernel), so the fused step keeps
+// the eager step's bits. Not differentiable (the graph holds the backward already).
 const Op<ConvPoolAttrs>& op_conv_relu_max_pool_indices();
 
 // The weight and bias gradients behind conv_relu_max_pool_indices: (x, grad_pooled, indices,

@@ -14,7 +14,8 @@
 // conv_relu_max_pool_weight_grad, so the pre-pool gradient is not written either (see
 // fuse_weight_grads below).
 //
-// Legal when: the convolution has at most 4 input channels, groups 1, dilation 1, float32; y's
+// Legal when: conv_pool_trainable holds for the filter (one channel, 3x3: ops/conv_pool.h),
+// groups 1, dilation 1, float32; y's
 // buffer is read by the pool alone and is no output nor written in place; the pool's windows do
 // not overlap (kernel == stride, no padding, dilation 1, floor mode). The fused node's indices
 // are max_pool2d's (its winner rule over relu's output), and its sums those of an eager
@@ -117,7 +118,8 @@ int fuse_conv_pools_for_training(Graph& g) {
     const ValueId x = conv.inputs[0], w = conv.inputs[1];
     if (c.groups != 1 || c.transposed || c.dilation[0] != 1 || c.dilation[1] != 1 ||
         !is_f32(g, x, 4) || !is_f32(g, w, 4) || !is_f32(g, y, 4) ||
-        g.value(w).meta.shape[1] > kConvPoolMaxChannels)
+        !conv_pool_trainable(g.value(w).meta.shape[1], g.value(w).meta.shape[2],
+                             g.value(w).meta.shape[3]))
       continue;
     if (conv.inputs.size() == 3 && !is_f32(g, conv.inputs[2], 1)) continue;
     if (!uses.private_to_one_reader(g, y)) continue;

@@ -1,5 +1,6 @@
-// The float32 forward convolution of a network's first layer (at most 4 input channels), eager
-// or compiled: the sums of conv_relu_max_pool(_indices) (conv_pool_sums.h), written whole. It
+// The float32 forward convolution of a network's first layer (where conv_pool_trainable holds:
+// one channel, 3x3), eager or compiled: the sums of conv_relu_max_pool(_indices)
+// (conv_pool_sums.h), written whole. It
 // exists so that a step whose first convolution, ReLU and pool the compiler fuses
 // (conv_pool_train) and the same step run eagerly sum every output in one order: without it the
 // eager step ran oneDNN's convolution, whose different rounding moved W2's losses by up to 1%
@@ -89,8 +90,8 @@ void sums_row(const Task& t, float* out, bool relu) {
 
 bool few_channel_convolution(const ConvGeometry& g) {
   const ConvAttrs& a = g.attrs;
-  return g.c <= kFewChannels && a.groups == 1 && !a.transposed && a.dilation[0] == 1 &&
-         a.dilation[1] == 1;
+  return conv_pool_trainable(g.c, g.kh, g.kw) && a.groups == 1 && !a.transposed &&
+         a.dilation[0] == 1 && a.dilation[1] == 1;
 }
 
 bool conv_forward_few_channels(const Tensor& x, const Tensor& w, const Tensor* bias,

@@ -38,19 +38,18 @@ bool conv_backward_data_dnnl(const Tensor& dst_grad, const Tensor& w, const Tens
 bool conv_backward_weights_dnnl(const Tensor& src, const Tensor& dst_grad, const Tensor& w_grad,
                                 const Tensor* bias_grad, const ConvGeometry& g);
 
-// float32 and float64 (accumulating in double).
-// Few-channel float32 convolutions (a first layer: at most kConvPoolMaxChannels inputs, groups 1,
+// Few-channel float32 convolutions (a first layer where conv_pool_trainable holds, groups 1,
 // dilation 1): the sums of the kernels the graph compiler's conv_pool_train pass fuses them into
 // (conv_few_channels.cpp, conv_pool_weight_grad.cpp), so an eager step and a compiled one sum in
 // one order. Each returns false where it does not apply (the weight gradient also needs stride 1
 // and at most kMaxConvPoolTaps taps).
-inline constexpr int64_t kFewChannels = kConvPoolMaxChannels;
 bool few_channel_convolution(const ConvGeometry& g);
 bool conv_forward_few_channels(const Tensor& x, const Tensor& w, const Tensor* bias,
                                const Tensor& y, const ConvGeometry& g);
 bool conv_backward_weights_few_channels(const Tensor& x, const Tensor& dy, const Tensor& dw,
                                         const Tensor* db, const ConvGeometry& g);
 
+// float32 and float64 (accumulating in double).
 void conv_forward_direct(const Tensor& src, const Tensor& w, const Tensor* bias, const Tensor& dst,
                          const ConvGeometry& g);
 void conv_backward_data_direct(const Tensor& dst_grad, const Tensor& w, const Tensor& src_grad,
