@@ -94,6 +94,24 @@ const Op<GeluAttrs>& op_gelu() {
   return op;
 }
 
+namespace {
+
+// gelu_backward's and gelu_with_backward's checks of (g, x): the exact GELU, one shape, floating
+// dtypes; their promoted dtype.
+DType gelu_backward_dtype(TensorSpan in, const GeluAttrs& a) {
+  ATH_CHECK(a.approximate == GeluApprox::None, ValueError,
+            "only the exact GELU has a fused backward (tanh's is composed)");
+  ATH_CHECK(in[0].shape() == in[1].shape(), ShapeError,
+            "grad shape {} doesn't match the input shape {}", to_string(in[0].shape()),
+            to_string(in[1].shape()));
+  const DType t = promote_types(in[0].dtype(), in[1].dtype());
+  ATH_CHECK(is_floating(t), DTypeError, "expected floating inputs, got {} and {}",
+            dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+  return t;
+}
+
+}  // namespace
+
 const Op<GeluAttrs>& op_gelu_with_backward() {
   static const auto& op = define_op<GeluAttrs>({
       .name = "gelu_with_backward",
@@ -102,15 +120,10 @@ const Op<GeluAttrs>& op_gelu_with_backward() {
       .inplace = InplacePolicy::OverInput0,  // the gradient over g, as gelu_backward's
       .infer =
           [](TensorSpan in, const GeluAttrs& a) {
-            ATH_CHECK(a.approximate == GeluApprox::None, ValueError,
-                      "only the exact GELU has a fused backward (tanh's is composed)");
-            ATH_CHECK(in[0].shape() == in[1].shape(), ShapeError,
-                      "grad shape {} doesn't match the input shape {}", to_string(in[0].shape()),
-                      to_string(in[1].shape()));
-            ATH_CHECK(in[0].dtype() == in[1].dtype() && is_floating(in[0].dtype()), DTypeError,
+            const DType t = gelu_backward_dtype(in, a);
+            ATH_CHECK(in[0].dtype() == in[1].dtype(), DTypeError,
                       "expected one floating dtype, got {} and {}", dtype_name(in[0].dtype()),
                       dtype_name(in[1].dtype()));
-            const DType t = in[0].dtype();
             return OutputSpec{{{in[0].shape(), t}, {in[1].shape(), t}}, t};
           },
       .not_differentiable = "made by the graph compiler's gelu_pair pass, inside a backward",
@@ -127,14 +140,7 @@ const Op<GeluAttrs>& op_gelu_backward() {
       .save_inputs = 0b11,
       .infer =
           [](TensorSpan in, const GeluAttrs& a) {
-            ATH_CHECK(a.approximate == GeluApprox::None, ValueError,
-                      "only the exact GELU has a fused backward (tanh's is composed)");
-            ATH_CHECK(in[0].shape() == in[1].shape(), ShapeError,
-                      "grad shape {} doesn't match the input shape {}", to_string(in[0].shape()),
-                      to_string(in[1].shape()));
-            DType t = promote_types(in[0].dtype(), in[1].dtype());
-            ATH_CHECK(is_floating(t), DTypeError, "expected floating inputs, got {} and {}",
-                      dtype_name(in[0].dtype()), dtype_name(in[1].dtype()));
+            const DType t = gelu_backward_dtype(in, a);
             return OutputSpec{{{in[0].shape(), t}}, t};
           },
       .backward =
