@@ -315,38 +315,58 @@ TEST(FusePass, RandomStepsWithBroadcastsAndReductionsReplayBitIdentically) {
   EXPECT_GT(fused_total, 5);  // some steps did fuse
 }
 
+using Step = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+// What expect_w2_bit_identical trained; the compiled step's graph is `compiled->graph()`.
+struct W2Twins {
+  std::shared_ptr<nn::Module> eager_model, compiled_model;
+  std::unique_ptr<optim::Adam> eager_opt, compiled_opt;
+  std::unique_ptr<Compiled<Step>> compiled;
+};
+
+// W2's model and Adam twice from the same weights, one step eager and one compiled with
+// `options`: `steps` batches of `batch` give the same losses bit for bit, then the same
+// parameters.
+W2Twins expect_w2_bit_identical(int steps, int64_t batch, CompileOptions options = {}) {
+  W2Twins t{models::fashion_cnn(), models::fashion_cnn(), nullptr, nullptr, nullptr};
+  t.compiled_model->load_state_dict(t.eager_model->state_dict());
+  t.eager_opt =
+      std::make_unique<optim::Adam>(t.eager_model->parameters(), optim::AdamOptions{.lr = 1e-3});
+  t.compiled_opt =
+      std::make_unique<optim::Adam>(t.compiled_model->parameters(), optim::AdamOptions{.lr = 1e-3});
+  Step eager = test_util::classification_step(*t.eager_model, *t.eager_opt);
+  t.compiled = std::make_unique<Compiled<Step>>(
+      test_util::classification_step(*t.compiled_model, *t.compiled_opt), std::move(options));
+  for (int i = 0; i < steps; ++i) {
+    const Tensor x = randn({batch, 1, 28, 28}), y = randint(0, 10, {batch});
+    EXPECT_EQ(bits(eager(x, y)), bits((*t.compiled)(x, y))) << "step " << i;
+  }
+  for (std::size_t p = 0; p < t.eager_model->parameters().size(); ++p) {
+    EXPECT_EQ(bits(t.eager_model->parameters()[p]), bits(t.compiled_model->parameters()[p]))
+        << "parameter " << p;
+  }
+  return t;
+}
+
 // W2's model and optimizer, compiled: each ReLU's backward (mask, convert, multiply) is one
 // kernel or part of one, and training stays bit-identical to eager (with "conv_pool_train" off,
 // which would fold the first layer's pool and its mask away: see the next test).
 TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
   manual_seed(3);
-  auto eager_model = models::fashion_cnn();
-  auto compiled_model = models::fashion_cnn();
-  compiled_model->load_state_dict(eager_model->state_dict());
-  optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-3});
-  optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-3});
-  auto eager = test_util::classification_step(*eager_model, eager_opt);
-  auto compiled = compile(test_util::classification_step(*compiled_model, compiled_opt),
-                          {.disable_passes = {"conv_pool_train"}});
-  for (int i = 0; i < 4; ++i) {
-    const Tensor x = randn({4, 1, 28, 28}), y = randint(0, 10, {4});
-    EXPECT_EQ(bits(eager(x, y)), bits(compiled(x, y))) << "step " << i;
-  }
-  ASSERT_NE(compiled.graph(), nullptr);
+  const W2Twins t = expect_w2_bit_identical(4, 4, {.disable_passes = {"conv_pool_train"}});
+  const Graph* g = t.compiled->graph();
+  ASSERT_NE(g, nullptr);
   // Forward: each ReLU is the epilogue of the conv / linear before it (the "epilogue" pass).
-  EXPECT_EQ(compiled.graph()->count("relu"), 0);
-  EXPECT_EQ(compiled.graph()->count("convolution_relu"), 2);
-  EXPECT_EQ(compiled.graph()->count("linear_relu"), 1);
+  EXPECT_EQ(g->count("relu"), 0);
+  EXPECT_EQ(g->count("convolution_relu"), 2);
+  EXPECT_EQ(g->count("linear_relu"), 1);
   // Backward: the fc ReLU's mask is one fused_pointwise; the conv ReLUs' masks fold into their
   // max-pool's backward scatter (the "pool_mask" pass), which then writes the gradient once.
-  EXPECT_EQ(compiled.graph()->count("fused_pointwise"), 1);
-  EXPECT_EQ(compiled.graph()->count("max_pool2d_backward_masked"), 2);
-  EXPECT_EQ(compiled.graph()->count("max_pool2d_backward"), 0);
-  EXPECT_EQ(compiled.graph()->count("gt"), 0);
-  EXPECT_EQ(compiled.graph()->count("to_dtype"), 0);
-  for (std::size_t p = 0; p < eager_model->parameters().size(); ++p) {
-    EXPECT_EQ(bits(eager_model->parameters()[p]), bits(compiled_model->parameters()[p]));
-  }
+  EXPECT_EQ(g->count("fused_pointwise"), 1);
+  EXPECT_EQ(g->count("max_pool2d_backward_masked"), 2);
+  EXPECT_EQ(g->count("max_pool2d_backward"), 0);
+  EXPECT_EQ(g->count("gt"), 0);
+  EXPECT_EQ(g->count("to_dtype"), 0);
 }
 
 // With every pass, W2's 1-channel first convolution, its ReLU and its pool are one
@@ -356,30 +376,17 @@ TEST(FusePass, W2ReluBackwardsAreOneKernelEach) {
 // losses and parameters stay bit-identical to eager over several Adam steps.
 TEST(FusePass, W2FirstConvolutionReluAndPoolAreOneKernel) {
   manual_seed(5);
-  auto eager_model = models::fashion_cnn();
-  auto compiled_model = models::fashion_cnn();
-  compiled_model->load_state_dict(eager_model->state_dict());
-  optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-3});
-  optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-3});
-  auto eager = test_util::classification_step(*eager_model, eager_opt);
-  auto compiled = compile(test_util::classification_step(*compiled_model, compiled_opt));
-  for (int i = 0; i < 5; ++i) {
-    const Tensor x = randn({8, 1, 28, 28}), y = randint(0, 10, {8});
-    EXPECT_EQ(bits(eager(x, y)), bits(compiled(x, y))) << "step " << i;
-  }
-  ASSERT_NE(compiled.graph(), nullptr);
-  EXPECT_EQ(compiled.graph()->count("conv_relu_max_pool_indices"), 1);
-  EXPECT_EQ(compiled.graph()->count("convolution_relu"), 1);
-  EXPECT_EQ(compiled.graph()->count("max_pool2d"), 1);
+  const W2Twins t = expect_w2_bit_identical(5, 8);
+  const Graph* g = t.compiled->graph();
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->count("conv_relu_max_pool_indices"), 1);
+  EXPECT_EQ(g->count("convolution_relu"), 1);
+  EXPECT_EQ(g->count("max_pool2d"), 1);
   // Backward: the first layer's masked scatter and weight gradient are one node; the second
   // layer's stay oneDNN's and the pool_mask kernel.
-  EXPECT_EQ(compiled.graph()->count("conv_relu_max_pool_weight_grad"), 1);
-  EXPECT_EQ(compiled.graph()->count("max_pool2d_backward_masked"), 1);
-  EXPECT_EQ(compiled.graph()->count("convolution_backward_weight"), 1);
-  for (std::size_t p = 0; p < eager_model->parameters().size(); ++p) {
-    EXPECT_EQ(bits(eager_model->parameters()[p]), bits(compiled_model->parameters()[p]))
-        << "parameter " << p;
-  }
+  EXPECT_EQ(g->count("conv_relu_max_pool_weight_grad"), 1);
+  EXPECT_EQ(g->count("max_pool2d_backward_masked"), 1);
+  EXPECT_EQ(g->count("convolution_backward_weight"), 1);
 }
 
 // W4's step (the character transformer, AdamW) compiles to a bounded number of kernels: every
