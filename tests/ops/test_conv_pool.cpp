@@ -53,6 +53,21 @@ void expect_error(const Fn& call, const std::string& text) {
   }
 }
 
+// Runs fn(where) under each ISA level up to this host's and each of `threads` (the previous
+// cap and count restored after); `where` names both for failure messages.
+template <class Fn>
+void at_every_isa_and_thread_count(std::initializer_list<int> threads, const Fn& fn) {
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    for (const int t : threads) {
+      const int saved = get_num_threads();
+      set_num_threads(t);
+      fn(std::string(cpu_isa_name(isa)) + ", " + std::to_string(t) + " threads");
+      set_num_threads(saved);
+    }
+  }
+}
+
 constexpr ActivationLayout kLayouts[] = {ActivationLayout::Nchw, ActivationLayout::Nhwc,
                                          ActivationLayout::Blocked8, ActivationLayout::Blocked16};
 
@@ -85,16 +100,10 @@ TEST(ConvReluMaxPool, SameBitsOnEveryIsaAndThreadCount) {
   const Case c{2, 3, 24, 13, 11, 3, 1, 1, {2, 2}};
   const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, 3, 3}), b = randn({c.o});
   const Tensor first = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Blocked16));
-  for (const CpuIsa isa : testing::isas_up_to_current()) {
-    testing::ScopedMaxCpuIsa cap(isa);
-    for (const int threads : {1, 2, 3}) {
-      const int saved = get_num_threads();
-      set_num_threads(threads);
-      const Tensor y = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Blocked16));
-      set_num_threads(saved);
-      EXPECT_TRUE(equal(y, first)) << cpu_isa_name(isa) << ", " << threads << " threads";
-    }
-  }
+  at_every_isa_and_thread_count({1, 2, 3}, [&](const std::string& where) {
+    const Tensor y = conv_relu_max_pool(x, w, b, attrs(c, ActivationLayout::Blocked16));
+    EXPECT_TRUE(equal(y, first)) << where;
+  });
 }
 
 TEST(ConvReluMaxPool, ANanSumWinsItsWindow) {
@@ -180,17 +189,11 @@ TEST(ConvReluMaxPoolIndices, SameBitsOnEveryIsaAndThreadCount) {
   const Case c{3, 2, 24, 13, 11, 3, 1, 1, {2, 2}};
   const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, 3, 3}), b = randn({c.o});
   const auto first = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
-  for (const CpuIsa isa : testing::isas_up_to_current()) {
-    testing::ScopedMaxCpuIsa cap(isa);
-    for (const int threads : {1, 2, 3}) {
-      const int saved = get_num_threads();
-      set_num_threads(threads);
-      const auto got = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
-      set_num_threads(saved);
-      EXPECT_TRUE(equal(got.first, first.first)) << cpu_isa_name(isa) << ", " << threads;
-      EXPECT_TRUE(equal(got.second, first.second)) << cpu_isa_name(isa) << ", " << threads;
-    }
-  }
+  at_every_isa_and_thread_count({1, 2, 3}, [&](const std::string& where) {
+    const auto got = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
+    EXPECT_TRUE(equal(got.first, first.first)) << where;
+    EXPECT_TRUE(equal(got.second, first.second)) << where;
+  });
 }
 
 // Equal maxima: the first position of the window wins (a zero filter makes every sum the bias:
@@ -267,28 +270,23 @@ TEST(ConvReluMaxPoolWeightGrad, MatchesTheMaskedScatterAndTheWeightGradient) {
                  b = randn({c.o}) * 0.1;
     const auto [p, idx] = conv_relu_max_pool_indices(x, w, b, attrs(c, ActivationLayout::Nchw));
     const Tensor gp = randn(p.shape());
-    const auto [want_w, want_b] = reference_weight_grad(x, gp, idx, p, c);
+    // (Not structured bindings: clang 14's lambdas cannot capture one.)
+    const std::pair<Tensor, Tensor> want = reference_weight_grad(x, gp, idx, p, c);
     const ConvPoolWeightGradAttrs a{.forward = attrs(c, ActivationLayout::Nchw),
                                     .kernel = {c.k, c.k}};
     const Tensor in[4] = {x, gp, idx, p};
     Outputs first;
-    for (const CpuIsa isa : testing::isas_up_to_current()) {
-      testing::ScopedMaxCpuIsa cap(isa);
-      for (const int threads : {1, 2, 3}) {
-        const int saved = get_num_threads();
-        set_num_threads(threads);
-        Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4), a);
-        set_num_threads(saved);
-        EXPECT_TRUE(allclose(got[0], want_w, {.rtol = 1e-4, .atol = 1e-4}))
-            << "c " << c.c << " " << cpu_isa_name(isa) << " " << threads;
-        EXPECT_TRUE(allclose(got[1], want_b, {.rtol = 1e-4, .atol = 1e-4}))
-            << "c " << c.c << " " << cpu_isa_name(isa) << " " << threads;
-        // The same bits on every ISA and thread count (16 lanes everywhere, no contraction).
-        if (first.empty()) first = got;
-        EXPECT_TRUE(equal(got[0], first[0]) && equal(got[1], first[1]))
-            << cpu_isa_name(isa) << " " << threads;
-      }
-    }
+    at_every_isa_and_thread_count({1, 2, 3}, [&](const std::string& where) {
+      Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4), a);
+      EXPECT_TRUE(allclose(got[0], want.first, {.rtol = 1e-4, .atol = 1e-4}))
+          << "c " << c.c << ", " << where;
+      EXPECT_TRUE(allclose(got[1], want.second, {.rtol = 1e-4, .atol = 1e-4}))
+          << "c " << c.c << ", " << where;
+      // The same bits on every ISA and thread count (16 lanes everywhere, each product-sum one
+      // fused multiply-add).
+      if (first.empty()) first = got;
+      EXPECT_TRUE(equal(got[0], first[0]) && equal(got[1], first[1])) << where;
+    });
   }
 }
 
@@ -352,33 +350,27 @@ TEST(ConvReluMaxPoolIndices, EagerFirstLayersSumInTheFusedKernelsOrder) {
     const Tensor x = randn({c.n, c.c, c.h, c.w}), w = randn({c.o, c.c, c.k, c.k}) * 0.3,
                  b = randn({c.o}) * 0.1;
     const ConvPoolAttrs a = attrs(c, ActivationLayout::Nchw);
-    for (const CpuIsa isa : testing::isas_up_to_current()) {
-      testing::ScopedMaxCpuIsa cap(isa);
-      for (const int threads : {1, 2}) {
-        const int saved = get_num_threads();
-        set_num_threads(threads);
-        const auto fused = conv_relu_max_pool_indices(x, w, b, a);
-        const auto eager = max_pool2d_with_indices(relu(conv2d(x, w, b, {.padding = c.pad})),
-                                                   {.kernel = Int2(c.pool[0], c.pool[1])});
-        EXPECT_TRUE(equal(fused.first, eager.first)) << cpu_isa_name(isa) << " " << threads;
-        EXPECT_TRUE(equal(fused.second, eager.second)) << cpu_isa_name(isa) << " " << threads;
-        const Tensor gp = randn(fused.first.shape());
-        const Tensor in[4] = {x, gp, fused.second, fused.first};
-        Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4),
-                           ConvPoolWeightGradAttrs{.forward = a, .kernel = {c.k, c.k}});
-        const int64_t conv_h = c.h + 2 * c.pad - c.k + 1, conv_w = c.w + 2 * c.pad - c.k + 1;
-        const Tensor m[3] = {gp, fused.second, fused.first};
-        const Tensor d = call1(op_max_pool2d_backward_masked(), TensorSpan(m, 3),
-                               PoolGradAttrs{.input = {conv_h, conv_w}});
-        const Tensor args[2] = {x, d};
-        Outputs want =
-            call(op_convolution_backward_weight(), TensorSpan(args, 2),
-                 ConvWeightGradAttrs{.geometry = a.conv, .kernel = {c.k, c.k}, .with_bias = true});
-        set_num_threads(saved);
-        EXPECT_TRUE(equal(got[0], want[0])) << cpu_isa_name(isa) << " " << threads;
-        EXPECT_TRUE(equal(got[1], want[1])) << cpu_isa_name(isa) << " " << threads;
-      }
-    }
+    at_every_isa_and_thread_count({1, 2}, [&](const std::string& where) {
+      const auto fused = conv_relu_max_pool_indices(x, w, b, a);
+      const auto eager = max_pool2d_with_indices(relu(conv2d(x, w, b, {.padding = c.pad})),
+                                                 {.kernel = Int2(c.pool[0], c.pool[1])});
+      EXPECT_TRUE(equal(fused.first, eager.first)) << where;
+      EXPECT_TRUE(equal(fused.second, eager.second)) << where;
+      const Tensor gp = randn(fused.first.shape());
+      const Tensor in[4] = {x, gp, fused.second, fused.first};
+      Outputs got = call(op_conv_relu_max_pool_weight_grad(), TensorSpan(in, 4),
+                         ConvPoolWeightGradAttrs{.forward = a, .kernel = {c.k, c.k}});
+      const int64_t conv_h = c.h + 2 * c.pad - c.k + 1, conv_w = c.w + 2 * c.pad - c.k + 1;
+      const Tensor m[3] = {gp, fused.second, fused.first};
+      const Tensor d = call1(op_max_pool2d_backward_masked(), TensorSpan(m, 3),
+                             PoolGradAttrs{.input = {conv_h, conv_w}});
+      const Tensor args[2] = {x, d};
+      Outputs want =
+          call(op_convolution_backward_weight(), TensorSpan(args, 2),
+               ConvWeightGradAttrs{.geometry = a.conv, .kernel = {c.k, c.k}, .with_bias = true});
+      EXPECT_TRUE(equal(got[0], want[0])) << where;
+      EXPECT_TRUE(equal(got[1], want[1])) << where;
+    });
   }
 }
 

@@ -15,6 +15,7 @@
 #include "athanor/graph/passes.h"
 #include "athanor/ops/conv.h"
 #include "athanor/ops/epilogue.h"
+#include "buffer_uses.h"
 #include "graph_edit.h"
 
 namespace ath::graph {
@@ -23,10 +24,7 @@ namespace {
 
 constexpr int64_t kMaxInputChannels = 4;
 
-bool is_f32(const Graph& g, ValueId v, std::size_t rank) {
-  const TensorMeta& m = g.value(v).meta;
-  return m.dtype == kFloat32 && m.shape.size() == rank;
-}
+using detail::is_f32;
 
 }  // namespace
 
@@ -54,11 +52,9 @@ int fuse_conv_pools(Graph& g) {
         pool.outputs.size() != 2)
       continue;
     const auto& m = *static_cast<const MaxPool2dAttrs*>(pool.attrs.get());
-    bool windows = !m.ceil_mode;
-    for (std::size_t i = 0; i < 2; ++i)
-      windows = windows && m.kernel[i] == m.stride[i] && m.padding[i] == 0 && m.dilation[i] == 1;
     const ValueId pooled = pool.outputs[0], indices = pool.outputs[1];
-    if (!windows || !uses.of(indices).empty() || uses.pinned[static_cast<std::size_t>(indices)])
+    if (!detail::disjoint_pool_windows(m) || !uses.of(indices).empty() ||
+        uses.pinned[static_cast<std::size_t>(indices)])
       continue;
     const ConvPoolAttrs a{.conv = c, .pool = m.kernel, .dst_layout = ActivationLayout::Nchw};
     const std::vector<ValueId> fused_out =

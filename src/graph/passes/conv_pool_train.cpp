@@ -15,9 +15,9 @@
 // fuse_weight_grads below).
 //
 // Legal when: conv_pool_trainable holds for the filter (one channel, 3x3: ops/conv_pool.h),
-// groups 1, dilation 1, float32; y's
-// buffer is read by the pool alone and is no output nor written in place; the pool's windows do
-// not overlap (kernel == stride, no padding, dilation 1, floor mode). The fused node's indices
+// groups 1, dilation 1, float32; y's buffer is read by the pool alone and is no output nor
+// written in place; the pool's windows do not overlap (kernel == stride, no padding, dilation 1,
+// floor mode). The fused node's indices
 // are max_pool2d's (its winner rule over relu's output), and its sums those of an eager
 // few-channel conv2d (ops/kernels/cpu/conv_kernels.h): the rewrite is bit-identical.
 #include "athanor/graph/passes.h"
@@ -30,16 +30,8 @@ namespace ath::graph {
 
 namespace {
 
-bool is_f32(const Graph& g, ValueId v, std::size_t rank) {
-  const TensorMeta& m = g.value(v).meta;
-  return m.dtype == kFloat32 && m.shape.size() == rank;
-}
-
-// The node that made v as a fresh output, or -1.
-int32_t producer_of(const Graph& g, ValueId v) {
-  const Value& val = g.value(v);
-  return val.origin == ValueOrigin::Node && g.storage_of(v) == v ? val.node : -1;
-}
+using detail::fresh_producer;
+using detail::is_f32;
 
 // The backward half: the fused forward's masked scatter and the weight gradient that reads it,
 //
@@ -59,12 +51,12 @@ int fuse_weight_grads(Graph& g) {
         wg.write != WriteKind::None || wg.inputs.size() != 2 || wg.outputs.size() != 2)
       continue;
     const auto& wa = *static_cast<const ConvWeightGradAttrs*>(wg.attrs.get());
-    const int32_t mask_k = producer_of(g, wg.inputs[1]);
+    const int32_t mask_k = fresh_producer(g, wg.inputs[1]);
     if (!wa.with_bias || mask_k < 0) continue;
     const Node& masked = g.nodes[static_cast<std::size_t>(mask_k)];
     if (masked.op != &op_max_pool2d_backward_masked() || masked.inputs.size() != 3) continue;
     const ValueId gp = masked.inputs[0], idx = masked.inputs[1], p = masked.inputs[2];
-    const int32_t fwd_k = producer_of(g, idx);
+    const int32_t fwd_k = fresh_producer(g, idx);
     if (fwd_k < 0) continue;
     const Node& fwd = g.nodes[static_cast<std::size_t>(fwd_k)];
     if (fwd.op != &op_conv_relu_max_pool_indices() || fwd.outputs[0] != p ||
@@ -78,13 +70,8 @@ int fuse_weight_grads(Graph& g) {
       continue;
     // The fused node reads gp, idx, p and x where the weight gradient ran: nothing may write
     // them after the scatter read them (or x after the forward).
-    bool written = false;
-    for (std::size_t j = static_cast<std::size_t>(fwd_k) + 1; j < k && !written; ++j) {
-      for (const auto& wr : g.nodes[j].writes)
-        for (ValueId v : {gp, idx, p, wg.inputs[0]})
-          written |= g.storage_of(wr.first) == g.storage_of(v);
-    }
-    if (written) continue;
+    if (detail::written_between(g, static_cast<std::size_t>(fwd_k), k, {gp, idx, p, wg.inputs[0]}))
+      continue;
     const ConvPoolWeightGradAttrs a{.forward = fa, .kernel = wa.kernel};
     wg.op = &op_conv_relu_max_pool_weight_grad();
     wg.attrs = op_conv_relu_max_pool_weight_grad().clone_attrs(&a);
@@ -108,7 +95,7 @@ int fuse_conv_pools_for_training(Graph& g) {
         pool.write != WriteKind::None)
       continue;
     const ValueId y = pool.inputs[0];
-    const int32_t conv_k = producer_of(g, y);
+    const int32_t conv_k = fresh_producer(g, y);
     if (conv_k < 0) continue;
     Node& conv = g.nodes[static_cast<std::size_t>(conv_k)];
     if (conv.op != &op_convolution_relu() || conv.attr_source || conv.outputs.size() != 1 ||
@@ -124,18 +111,11 @@ int fuse_conv_pools_for_training(Graph& g) {
     if (conv.inputs.size() == 3 && !is_f32(g, conv.inputs[2], 1)) continue;
     if (!uses.private_to_one_reader(g, y)) continue;
     const auto& m = *static_cast<const MaxPool2dAttrs*>(pool.attrs.get());
-    bool windows = !m.ceil_mode;
-    for (std::size_t i = 0; i < 2; ++i)
-      windows = windows && m.kernel[i] == m.stride[i] && m.padding[i] == 0 && m.dilation[i] == 1;
-    if (!windows) continue;
+    if (!detail::disjoint_pool_windows(m)) continue;
     // The fused node computes at the pool's place: nothing may write what the convolution read
     // in between (in a traced step nothing does; the optimizer writes last).
-    bool written = false;
-    for (std::size_t j = static_cast<std::size_t>(conv_k) + 1; j < k && !written; ++j) {
-      for (const auto& wr : g.nodes[j].writes)
-        for (ValueId in : conv.inputs) written |= g.storage_of(wr.first) == g.storage_of(in);
-    }
-    if (written) continue;
+    const ValueId b = conv.inputs.size() == 3 ? conv.inputs[2] : x;
+    if (detail::written_between(g, static_cast<std::size_t>(conv_k), k, {x, w, b})) continue;
     // The pool's node becomes the fused one (its outputs and position stay); the convolution's
     // node goes.
     const ConvPoolAttrs a{.conv = c, .pool = m.kernel, .dst_layout = ActivationLayout::Nchw};

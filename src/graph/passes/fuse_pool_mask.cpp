@@ -32,9 +32,8 @@ bool is_scalar_zero(const Graph& g, ValueId v) {
 
 // The node that made v as a fresh output, or null (an argument, state, constant or version).
 const Node* producer(const Graph& g, ValueId v) {
-  const Value& val = g.value(v);
-  if (val.origin != ValueOrigin::Node || g.storage_of(v) != v) return nullptr;
-  return &g.nodes[static_cast<std::size_t>(val.node)];
+  const int32_t k = detail::fresh_producer(g, v);
+  return k < 0 ? nullptr : &g.nodes[static_cast<std::size_t>(k)];
 }
 
 }  // namespace
@@ -77,15 +76,8 @@ int fuse_pool_masks(Graph& g) {
       if (!private_to_one_reader(scattered) || !private_to_one_reader(mask)) continue;
       // Nothing may write what the fused node now reads later than the scatter read it.
       const ValueId grad_pooled = scatter->inputs[0];
-      bool written = false;
-      for (std::size_t j = node_index(scatter) + 1; j < k && !written; ++j) {
-        for (const auto& w : g.nodes[j].writes) {
-          const ValueId s = g.storage_of(w.first);
-          written |= s == g.storage_of(grad_pooled) || s == g.storage_of(indices) ||
-                     s == g.storage_of(pooled);
-        }
-      }
-      if (written) continue;
+      if (detail::written_between(g, node_index(scatter), k, {grad_pooled, indices, pooled}))
+        continue;
       keep[node_index(scatter)] = false;
       keep[node_index(cast)] = false;
       if (private_to_one_reader(cast->inputs[0])) keep[node_index(compare)] = false;
