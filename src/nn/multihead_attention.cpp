@@ -1,7 +1,8 @@
 // nn::MultiheadAttention: torch.nn.functional.multi_head_attention_forward (1.13) on athanor's
 // ops. Heads are split and merged by single-copy ops (split_heads / merge_heads, each the
 // other's backward), so the batched products over [B, H, L, d] read dense operands; the scale
-// and the causal mask live in the fused attention_softmax.
+// and the causal mask live in the fused attention_softmax. Self-attention over the packed
+// projection with no mask but a causal one, recorded for a gradient, is one self_attention op.
 #include "athanor/nn/multihead_attention.h"
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "athanor/core/error.h"
 #include "athanor/nn/init.h"
 #include "athanor/ops/ops.h"
+#include "athanor/tensor/grad_mode.h"
 
 namespace ath::nn {
 
@@ -117,9 +119,26 @@ MultiheadAttentionOutput MultiheadAttention::forward(const Tensor& query_in, con
               ath::to_string(query_in.shape()), ath::to_string(key_in.shape()),
               ath::to_string(value_in.shape()));
 
+    const bool self = query_in.is_same(key_in) && key_in.is_same(value_in);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(e / heads));
+
+    // ---- self-attention with at most a causal mask, recorded for a gradient: one fused op ------
+    // self_attention (ops/attention.h) keeps each head's scores in cache and its gradient
+    // recomputes them, so no [B, H, L, L] tensor is made or saved; it stands for the path below.
+    // Without grad mode (inference, ONNX export) the path below runs, and the inference graph
+    // passes fuse it there.
+    const bool plain = !args.attn_mask.defined() && !args.key_padding_mask.defined() &&
+                       !args.need_weights && !(is_training() && options.dropout > 0);
+    if (packed() && self && plain && GradMode::is_enabled()) {
+      const Tensor ctx = self_attention(project(query, in_proj_weight, in_proj_bias), heads, scale,
+                                        args.is_causal, bf);
+      MultiheadAttentionOutput out{out_proj(ctx), Tensor()};
+      if (!batched) out.output = out.output.squeeze(1);
+      return out;
+    }
+
     // ---- projections, split into contiguous heads [B, H, len, d] -----------------------------
     Tensor q, k, v;
-    const bool self = query_in.is_same(key_in) && key_in.is_same(value_in);
     if (packed() && self) {  // one [*, 3E] product
       auto qkv = split_heads(project(query, in_proj_weight, in_proj_bias), heads, 3, bf);
       q = qkv[0], k = qkv[1], v = qkv[2];
@@ -140,7 +159,6 @@ MultiheadAttentionOutput MultiheadAttention::forward(const Tensor& query_in, con
     }
 
     // ---- weights = softmax(q k^T / sqrt(d) + masks) ----------------------------------------
-    const double scale = 1.0 / std::sqrt(static_cast<double>(e / heads));
     Tensor weights;
     if (!args.attn_mask.defined() && !args.key_padding_mask.defined()) {
       weights = attention_softmax(matmul(q, k.mT()), scale, args.is_causal);

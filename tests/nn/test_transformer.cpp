@@ -133,8 +133,13 @@ TEST(MultiheadAttention, WeightsAreDistributionsAndDropoutOnlyTrains) {
                         mha(x, x, x, {.attn_mask = causal_bool}).output, 0, 0, "uint8 mask");
   testing::expect_close(mha(x, x, x, {.attn_mask = causal_bool}).output,
                         mha(x, x, x, {.is_causal = true}).output, 1e-5, 1e-6, "bool causal");
-  // The one-tensor forward is self-attention without masks.
-  testing::expect_close(mha(x), mha(x, x, x).output, 0, 0, "forward(x)");
+  // The one-tensor forward is self-attention without masks (and without weights, so with grad
+  // mode on it is the fused self_attention op: equal to rounding).
+  testing::expect_close(mha(x), mha(x, x, x).output, 1e-6, 1e-6, "forward(x)");
+  {
+    NoGradGuard no_grad;  // the unfused path, like mha(x, x, x) with its weights
+    testing::expect_close(mha(x), mha(x, x, x).output, 0, 0, "forward(x), no grad");
+  }
 }
 
 TEST(MultiheadAttention, GradientsMatchFiniteDifferences) {
@@ -142,15 +147,21 @@ TEST(MultiheadAttention, GradientsMatchFiniteDifferences) {
   MultiheadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = kFloat64});
   Tensor x = randn({3, 2, 4}).to(kFloat64).requires_grad_();
   Tensor pad = from_vector<bool>({false, false, true, false, false, false}).view({2, 3});
-  for (bool causal : {false, true}) {
-    auto r = gradcheck(
-        [&](const Tensors& in) {
-          return Tensors{mha(in[0], in[0], in[0],
-                             {.key_padding_mask = pad, .need_weights = false, .is_causal = causal})
-                             .output};
-        },
-        {x});
-    EXPECT_TRUE(r.ok) << r.message;
+  // Without the padding mask, self-attention is the fused self_attention op and its backward.
+  for (bool masked : {true, false}) {
+    for (bool causal : {false, true}) {
+      auto r = gradcheck(
+          [&](const Tensors& in) {
+            return Tensors{mha(in[0], in[0], in[0],
+                               {.key_padding_mask = masked ? pad : Tensor(),
+                                .need_weights = false,
+                                .is_causal = causal})
+                               .output};
+          },
+          {x});
+      EXPECT_TRUE(r.ok) << (masked ? "masked" : "fused") << (causal ? " causal: " : ": ")
+                        << r.message;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // Op-table rows: attention_softmax (scaled, optionally causal row softmax) and its backward op;
-// split_heads and merge_heads (multi-head layout changes).
+// split_heads and merge_heads (multi-head layout changes); self_attention and its backward op.
 #include <cmath>
 #include <limits>
 
@@ -130,6 +130,70 @@ Tensor self_attention_ref(const Tensor& x, int64_t heads, double scale, bool cau
   return make_f64({d0, d1, e}, out);
 }
 
+// self_attention_backward(dy, x): with P = softmax(scale q k^T [causal]) per head,
+// dP = dy v^T, dS = P * (dP - rowsum(P * dP)); dq = scale dS k, dk = scale dS^T q, dv = P^T dy.
+Tensor self_attention_backward_ref(const Tensor& dy, const Tensor& x, int64_t heads, double scale,
+                                   bool causal, bool bf) {
+  const int64_t d0 = x.size(0), d1 = x.size(1), w = x.size(2), e = w / 3, d = e / heads;
+  const int64_t b = bf ? d0 : d1, len = bf ? d1 : d0;
+  const std::vector<double> xv = values(x), gv = values(dy);
+  std::vector<double> dx(xv.size(), 0.0);
+  auto row = [&](int64_t bi, int64_t l) { return bf ? bi * d1 + l : l * d1 + bi; };
+  auto at = [&](int64_t part, int64_t bi, int64_t l, int64_t c) {
+    return xv[row(bi, l) * w + part * e + c];
+  };
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<double> p(len * len, 0.0), ds(len * len, 0.0);
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t n = causal ? i + 1 : len;
+        double m = -std::numeric_limits<double>::infinity(), z = 0, rowdot = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c) s += at(0, bi, i, h * d + c) * at(1, bi, j, h * d + c);
+          p[i * len + j] = scale * s;
+          m = std::max(m, scale * s);
+        }
+        for (int64_t j = 0; j < n; ++j) z += p[i * len + j] = std::exp(p[i * len + j] - m);
+        for (int64_t j = 0; j < n; ++j) {
+          p[i * len + j] /= z;
+          double dp = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dp += gv[row(bi, i) * e + h * d + c] * at(2, bi, j, h * d + c);
+          ds[i * len + j] = dp;
+          rowdot += p[i * len + j] * dp;
+        }
+        for (int64_t j = 0; j < n; ++j)
+          ds[i * len + j] = p[i * len + j] * (ds[i * len + j] - rowdot);
+      }
+      for (int64_t i = 0; i < len; ++i)
+        for (int64_t j = 0; j < len; ++j)
+          for (int64_t c = 0; c < d; ++c) {
+            dx[row(bi, i) * w + h * d + c] += scale * ds[i * len + j] * at(1, bi, j, h * d + c);
+            dx[row(bi, j) * w + e + h * d + c] += scale * ds[i * len + j] * at(0, bi, i, h * d + c);
+            dx[row(bi, j) * w + 2 * e + h * d + c] +=
+                p[i * len + j] * gv[row(bi, i) * e + h * d + c];
+          }
+    }
+  return make_f64(x.shape(), dx);
+}
+
+Row self_attention_backward_row(std::string label, In x, int64_t heads, double scale, bool causal,
+                                bool bf) {
+  Shape out = x.shape;
+  out[2] /= 3;
+  const SelfAttentionAttrs a{.heads = heads, .scale = scale, .causal = causal, .batch_first = bf};
+  return Row("self_attention_backward", std::move(label))
+      .inputs({In::randn(out), std::move(x)})
+      .call([=](const Tensors& t) {
+        return call1(op_self_attention_backward(), {t[0], t[1]}, a);
+      })
+      .ref([=](const Tensors& t) {
+        return self_attention_backward_ref(t[0], t[1], heads, scale, causal, bf);
+      })
+      .no_gradcheck();
+}
+
 Row self_attention_row(std::string label, In x, int64_t heads, double scale, bool causal, bool bf) {
   return Row("self_attention", std::move(label))
       .inputs({std::move(x)})
@@ -226,6 +290,33 @@ ATH_OP_ROWS(attention) {
       // 37 rows (a short last row block), head dim 20 (not a multiple of 16), causal.
       self_attention_row("long_odd_head_dim", In::randn({2, 37, 120}), 2, 0.2, true, true)
           .no_gradcheck(),
+      self_attention_backward_row("causal_batch_first", In::randn({2, 5, 24}), 2, 0.5, true, true)
+          .dtypes({kFloat32, kFloat64, kBFloat16})
+          .bad("gradient shape",
+               [] {
+                 call1(op_self_attention_backward(), {zeros({2, 3, 6}), zeros({2, 3, 12})},
+                       SelfAttentionAttrs{.heads = 2});
+               })
+          .bad("gradient dtype",
+               [] {
+                 call1(op_self_attention_backward(),
+                       {zeros({2, 3, 4}, kFloat64), zeros({2, 3, 12})},
+                       SelfAttentionAttrs{.heads = 2});
+               })
+          .bad("features not divisible",
+               [] {
+                 call1(op_self_attention_backward(), {zeros({2, 3, 3}), zeros({2, 3, 10})},
+                       SelfAttentionAttrs{.heads = 2});
+               }),
+      self_attention_backward_row("seq_first_strided", In::randn({4, 3, 36}).strided(), 3, 0.3,
+                                  false, false),
+      // 37 rows (short last row and key blocks), head dim 20 (a padded strip), causal or not.
+      self_attention_backward_row("long_odd_head_dim_causal", In::randn({2, 37, 120}), 2, 0.2, true,
+                                  true),
+      self_attention_backward_row("long_odd_head_dim", In::randn({2, 37, 120}), 2, 0.2, false,
+                                  true),
+      // W4's head: 128 positions, 4 heads of 32.
+      self_attention_backward_row("w4_head", In::randn({1, 128, 384}), 4, 0.1767767, true, true),
       Row("merge_heads", "one_part_seq_first_strided")
           .inputs({In::randn({3, 2, 4, 5}).strided()})
           .call([](const Tensors& t) { return merge_heads(t, false); })

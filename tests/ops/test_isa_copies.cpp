@@ -103,10 +103,11 @@ TEST(IsaCopies, AttentionSoftmax) {
   }
 }
 
-// self_attention's wide copies contract its multiply-adds into FMAs, in the same order, and meet
-// each row's max and sum in lanes.h's 16-lane order, so AVX-512 and AVX2 (16- and 8-float
-// registers) agree bitwise; the baseline copy (no FMA) agrees to rounding. Odd head dims (a
-// padded strip), sequences of 37 and 128 (a short last row block), both layouts, causal or not.
+// self_attention's wide copies (and its backward's) contract their multiply-adds into FMAs, in the
+// same order, and meet each row's max and sums in lanes.h's 16-lane order, so AVX-512 and AVX2
+// (16- and 8-float registers) agree bitwise; the baseline copy (no FMA) agrees to rounding. Odd
+// head dims (a padded strip), sequences of 37 and 128 (a short last row block), both layouts,
+// causal or not.
 TEST(IsaCopies, SelfAttentionWideCopiesAgree) {
   Generator gen(3);
   struct Case {
@@ -121,18 +122,28 @@ TEST(IsaCopies, SelfAttentionWideCopiesAgree) {
         const Shape shape = batch_first ? Shape{c.batch, c.len, 3 * c.heads * c.d}
                                         : Shape{c.len, c.batch, 3 * c.heads * c.d};
         Tensor x = randn(shape, {.generator = &gen}) * 2;
+        Shape out_shape = shape;
+        out_shape[2] /= 3;
+        Tensor dy = randn(out_shape, {.generator = &gen});
         const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+        const SelfAttentionAttrs attrs{
+            .heads = c.heads, .scale = scale, .causal = causal, .batch_first = batch_first};
         const std::vector<Outputs> results = outputs_at_every_isa([&] {
-          return std::vector<Tensor>{self_attention(x, c.heads, scale, causal, batch_first)};
+          return std::vector<Tensor>{self_attention(x, c.heads, scale, causal, batch_first),
+                                     call1(op_self_attention_backward(), {dy, x}, attrs)};
         });
         for (std::size_t i = 1; i < results.size(); ++i) {
-          const std::vector<float>&want = results[0][0], &got = results[i][0];
-          ASSERT_EQ(got.size(), want.size());
-          for (std::size_t j = 0; j < want.size(); ++j)
-            ASSERT_LE(std::abs(got[j] - want[j]), 1e-5f * (1 + std::abs(want[j])))
-                << "element " << j << " at " << cpu_isa_name(CpuIsa(i));
-          if (i > 1) {
-            EXPECT_EQ(results[i][0], results[1][0]) << "AVX-512 vs AVX2";
+          for (std::size_t k = 0; k < 2; ++k) {  // the output, then dx (sums over a row: 1e-4)
+            const std::vector<float>&want = results[0][k], &got = results[i][k];
+            const float tol = k == 0 ? 1e-5f : 1e-4f;
+            ASSERT_EQ(got.size(), want.size());
+            for (std::size_t j = 0; j < want.size(); ++j)
+              ASSERT_LE(std::abs(got[j] - want[j]), tol * (1 + std::abs(want[j])))
+                  << (k == 0 ? "output" : "dx") << " element " << j << " at "
+                  << cpu_isa_name(CpuIsa(i));
+            if (i > 1) {
+              EXPECT_EQ(results[i][k], results[1][k]) << "AVX-512 vs AVX2, output " << k;
+            }
           }
         }
       }

@@ -75,6 +75,12 @@ struct SelfAttentionAttrs {
   bool operator==(const SelfAttentionAttrs&) const = default;
 };
 const Op<SelfAttentionAttrs>& op_self_attention();  // (x) -> out
+// self_attention's gradient with respect to x: (dy [d0, d1, E], x) -> dx [d0, d1, 3E], in one
+// kernel that recomputes each head's probabilities in cache (nothing [B, H, L, L] is saved or
+// written) and skips the masked half with causal. self_attention's backward calls it for heads
+// of up to kSelfAttentionFusedMaxLen positions, and the composed products above that.
+const Op<SelfAttentionAttrs>& op_self_attention_backward();
+inline constexpr int64_t kSelfAttentionFusedMaxLen = 1024;
 
 // softmax over the last dim of scale * x, where with `causal` row i of each [L, S] matrix keeps
 // only columns j <= i (the others get probability 0; no mask tensor is built). One pass per row:

@@ -1,12 +1,14 @@
 // self_attention: split_heads -> softmax(q k^T * scale [causal]) v -> merge_heads as one op over
-// a packed projection (attention.h). Its gradient is written with the ops it stands for: the
-// heads split again, the probabilities recomputed, and the three part gradients merged the way
-// split_heads' gradient is.
+// a packed projection (attention.h). Its gradient is one self_attention_backward kernel for heads
+// of up to kSelfAttentionFusedMaxLen positions (its scratch holds a head's [L, L] probabilities);
+// longer heads, and second derivatives, use the ops it stands for: the heads split again, the
+// probabilities recomputed, and the three part gradients merged the way split_heads' gradient is.
 #include <cmath>
 
 #include "athanor/ops/attention.h"
 #include "athanor/ops/dispatch.h"
 #include "athanor/ops/linalg.h"
+#include "athanor/tensor/grad_mode.h"
 
 namespace ath {
 
@@ -27,7 +29,33 @@ OutputSpec self_attention_spec(TensorSpan in, const SelfAttentionAttrs& a) {
   return OutputSpec{{{Shape{x.size(0), x.size(1), x.size(2) / 3}, x.dtype()}}, x.dtype()};
 }
 
+OutputSpec self_attention_backward_spec(TensorSpan in, const SelfAttentionAttrs& a) {
+  const Tensor& dy = in[0];
+  const Tensor& x = in[1];
+  self_attention_spec(in.subspan(1), a);
+  ATH_CHECK(dy.dtype() == x.dtype(), DTypeError,
+            "the output gradient is {} but the projection is {}", dtype_name(dy.dtype()),
+            dtype_name(x.dtype()));
+  const Shape want{x.size(0), x.size(1), x.size(2) / 3};
+  ATH_CHECK(dy.shape() == want, ShapeError,
+            "the output gradient must be {} for a projection of shape {}, got shape {}",
+            to_string(want), to_string(x.shape()), to_string(dy.shape()));
+  return OutputSpec{{{x.shape(), x.dtype()}}, x.dtype()};
+}
+
 }  // namespace
+
+const Op<SelfAttentionAttrs>& op_self_attention_backward() {
+  static const auto& op = define_op<SelfAttentionAttrs>({
+      .name = "self_attention_backward",
+      .kind = OpKind::Opaque,
+      .num_inputs = 2,
+      .infer = self_attention_backward_spec,
+      .not_differentiable = "a fused first-order gradient; under create_graph self_attention's "
+                            "backward composes differentiable ops instead",
+  });
+  return op;
+}
 
 const Op<SelfAttentionAttrs>& op_self_attention() {
   static const auto& op = define_op<SelfAttentionAttrs>({
@@ -38,7 +66,14 @@ const Op<SelfAttentionAttrs>& op_self_attention() {
       .infer = self_attention_spec,
       .backward =
           [](BackwardContext& ctx, const SelfAttentionAttrs& a) {
-            const std::vector<Tensor> qkv = split_heads(ctx.input(0), a.heads, 3, a.batch_first);
+            const Tensor& x = ctx.input(0);
+            const int64_t len = x.size(a.batch_first ? 1 : 0);
+            if (len <= kSelfAttentionFusedMaxLen && !GradMode::is_enabled()) {
+              ctx.set_grad_input(0,
+                                 call1(op_self_attention_backward(), {ctx.grad_output(0), x}, a));
+              return;
+            }
+            const std::vector<Tensor> qkv = split_heads(x, a.heads, 3, a.batch_first);
             const Tensor& q = qkv[0];
             const Tensor& k = qkv[1];
             const Tensor& v = qkv[2];
