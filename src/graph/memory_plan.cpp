@@ -50,11 +50,26 @@ bool covers_buffer_densely(const Value& v, int64_t bytes) {
   return true;
 }
 
-// In-place reuse: a node whose op may write its result over an input (InplacePolicy: input 0,
-// or 1) takes that input's buffer for its first output when the buffer dies at the node (its
-// last read, and no node running beside it reads it), the input covers all of it in the
-// output's dtype and shape, and no other input reads it through another layout. Marks such buffers'
-// `over` and returns each buffer's unit: buffers written over one another share a unit (one slot).
+// The (input, output) pairs an op may write in place (InplacePolicy).
+std::vector<std::pair<std::size_t, std::size_t>> in_place_pairs(InplacePolicy p) {
+  switch (p) {
+    case InplacePolicy::None:
+      return {};
+    case InplacePolicy::OverInput0:
+      return {{0, 0}};
+    case InplacePolicy::OverInput1:
+      return {{1, 0}};
+    case InplacePolicy::EachOverItsInput:
+      return {{0, 0}, {1, 1}};
+  }
+  return {};
+}
+
+// In-place reuse: a node whose op may write a result over an input (InplacePolicy) takes that
+// input's buffer for the output when the buffer dies at the node (its last read, and no node
+// running beside it reads it), the input covers all of it in the output's dtype and shape, and no
+// other input reads it through another layout. Marks such buffers' `over` and returns each
+// buffer's unit: buffers written over one another share a unit (one slot).
 std::vector<int32_t> share_in_place(const Graph& g, const std::vector<bool>& runs_with_next,
                                     std::vector<MemoryPlan::Buffer>& buffers) {
   std::vector<int32_t> unit_of(buffers.size());
@@ -67,33 +82,33 @@ std::vector<int32_t> share_in_place(const Graph& g, const std::vector<bool>& run
   const auto num_nodes = static_cast<int32_t>(g.nodes.size());
   for (int32_t k = 0; k < num_nodes; ++k) {
     const Node& n = g.nodes[static_cast<std::size_t>(k)];
-    const std::size_t over = n.op->inplace == InplacePolicy::OverInput1 ? 1 : 0;
-    if (n.op->inplace == InplacePolicy::None || n.op->kind == OpKind::View ||
-        n.write != WriteKind::None || n.inputs.size() <= over || n.outputs.empty())
-      continue;
-    const ValueId in = n.inputs[over], out = n.outputs[0];
-    const ValueId s = g.storage_of(in);
-    const int32_t ib = buffer_of[static_cast<std::size_t>(s)];
-    const int32_t ob = buffer_of[static_cast<std::size_t>(out)];
-    if (ib < 0 || ob < 0 || buffers[static_cast<std::size_t>(ib)].last != k) continue;
-    const MemoryPlan::Buffer& ibuf = buffers[static_cast<std::size_t>(ib)];
-    const Value &iv = g.value(in), &ov = g.value(out);
-    if (iv.meta.dtype != ov.meta.dtype || iv.meta.shape != ov.meta.shape ||
-        !covers_buffer_densely(iv, ibuf.bytes) || ibuf.bytes != value_bytes(ov))
-      continue;
-    bool alone = true;  // no other input, and no node running beside this one, reads it
-    for (std::size_t i = 0; i < n.inputs.size(); ++i)
-      alone = alone && (i == over || n.inputs[i] == in || g.storage_of(n.inputs[i]) != s);
-    const int32_t partner = k > 0 && runs_with_next[static_cast<std::size_t>(k - 1)] ? k - 1
-                            : runs_with_next[static_cast<std::size_t>(k)]            ? k + 1
-                                                                                     : -1;
-    if (partner >= 0) {
-      const Node& p = g.nodes[static_cast<std::size_t>(partner)];
-      for (ValueId v : p.inputs) alone = alone && g.storage_of(v) != s;
+    if (n.op->kind == OpKind::View || n.write != WriteKind::None) continue;
+    for (const auto& [over, o] : in_place_pairs(n.op->inplace)) {
+      if (n.inputs.size() <= over || n.outputs.size() <= o) continue;
+      const ValueId in = n.inputs[over], out = n.outputs[o];
+      const ValueId s = g.storage_of(in);
+      const int32_t ib = buffer_of[static_cast<std::size_t>(s)];
+      const int32_t ob = buffer_of[static_cast<std::size_t>(out)];
+      if (ib < 0 || ob < 0 || buffers[static_cast<std::size_t>(ib)].last != k) continue;
+      const MemoryPlan::Buffer& ibuf = buffers[static_cast<std::size_t>(ib)];
+      const Value &iv = g.value(in), &ov = g.value(out);
+      if (iv.meta.dtype != ov.meta.dtype || iv.meta.shape != ov.meta.shape ||
+          !covers_buffer_densely(iv, ibuf.bytes) || ibuf.bytes != value_bytes(ov))
+        continue;
+      bool alone = true;  // no other input, and no node running beside this one, reads it
+      for (std::size_t i = 0; i < n.inputs.size(); ++i)
+        alone = alone && (i == over || n.inputs[i] == in || g.storage_of(n.inputs[i]) != s);
+      const int32_t partner = k > 0 && runs_with_next[static_cast<std::size_t>(k - 1)] ? k - 1
+                              : runs_with_next[static_cast<std::size_t>(k)]            ? k + 1
+                                                                                       : -1;
+      if (partner >= 0) {
+        const Node& p = g.nodes[static_cast<std::size_t>(partner)];
+        for (ValueId v : p.inputs) alone = alone && g.storage_of(v) != s;
+      }
+      if (!alone) continue;
+      buffers[static_cast<std::size_t>(ob)].over = s;
+      unit_of[static_cast<std::size_t>(ob)] = unit_of[static_cast<std::size_t>(ib)];
     }
-    if (!alone) continue;
-    buffers[static_cast<std::size_t>(ob)].over = s;
-    unit_of[static_cast<std::size_t>(ob)] = unit_of[static_cast<std::size_t>(ib)];
   }
   return unit_of;
 }

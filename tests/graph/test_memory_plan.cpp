@@ -69,6 +69,33 @@ TEST(MemoryPlan, AnElementwiseResultIsWrittenOverTheInputThatDiesThere) {
   EXPECT_TRUE(equal(Executor(g, plan).run({in})[0], neg(exp(neg(exp(in))))));
 }
 
+TEST(MemoryPlan, BothOutputsOfAPairedOpAreWrittenOverTheirInputs) {
+  // gelu_with_backward(g, x) -> (gradient, GELU) where g and x both die: the gradient takes g's
+  // buffer and the GELU x's (InplacePolicy::EachOverItsInput), so the node adds no bytes.
+  Graph g;
+  const ValueId a = g.add_argument({{1000}, kFloat32});
+  const ValueId b = g.add_argument({{1000}, kFloat32});
+  const ValueId grad_in = g.add_node(op_exp(), NoAttrs{}, {a})[0];
+  const ValueId x = g.add_node(op_neg(), NoAttrs{}, {b})[0];
+  const std::vector<ValueId> out = g.add_node(op_gelu_with_backward(), GeluAttrs{}, {grad_in, x});
+  g.outputs = {g.add_node(op_add(), AlphaAttrs{}, {out[0], out[1]})[0]};
+  const MemoryPlan plan = plan_memory(g);
+  check_plan(g, plan);
+  for (const MemoryPlan::Buffer& buf : plan.buffers) {
+    if (buf.value == out[0]) {
+      EXPECT_EQ(buf.over, grad_in);
+    }
+    if (buf.value == out[1]) {
+      EXPECT_EQ(buf.over, x);
+    }
+  }
+  EXPECT_EQ(plan.arena_bytes, 2 * kAligned);
+  const Tensor av = randn({1000}), bv = randn({1000});
+  const Tensor gv = exp(av), xv = neg(bv);
+  EXPECT_TRUE(equal(Executor(g, plan).run({av, bv})[0],
+                    call1(op_gelu_backward(), {gv, xv}, GeluAttrs{}) + gelu(xv)));
+}
+
 TEST(MemoryPlan, NothingIsWrittenOverABufferSomethingElseStillReads) {
   Graph g;
   const ValueId x = g.add_argument({{32, 32}, kFloat32});

@@ -1,6 +1,6 @@
 // gelu_with_backward (ops/activations.h) against the two ops it stands for, bit for bit: dense
 // float32 on every ISA copy (the fused loop), float64, bfloat16 and strided operands (the two
-// ops' own kernels), and the inputs it refuses.
+// ops' own kernels), with its outputs written over its inputs, and the inputs it refuses.
 #include <gtest/gtest.h>
 
 #include "athanor/athanor.h"
@@ -41,6 +41,34 @@ TEST(GeluWithBackward, HasTheBitsOfGeluAndGeluBackward) {
   expect_both_ops_bits(g.to(kBFloat16), x.to(kBFloat16), "bfloat16");
   const Tensor xs = randn({6, 10}).transpose(0, 1), gs = randn({6, 10}).transpose(0, 1);
   expect_both_ops_bits(gs, xs, "strided");
+}
+
+// The memory plan may write the gradient over g and the GELU over x (EachOverItsInput): the
+// kernel, run with its outputs aliasing its inputs, keeps the bits of the two ops, dense
+// (every ISA copy) and strided.
+TEST(GeluWithBackward, OutputsWrittenOverTheirInputsKeepTheBits) {
+  manual_seed(17);
+  auto run_in_place = [](const Tensor& g, const Tensor& x) {
+    Tensor gw = g.clone(), xw = x.clone();
+    if (!g.is_contiguous())
+      gw = g.t().contiguous().clone().t(), xw = x.t().contiguous().clone().t();
+    const Tensor in[2] = {gw, xw};
+    Tensor out[2] = {gw, xw};
+    auto kernel = op_gelu_with_backward().typed_kernel(DeviceType::CPU, g.dtype());
+    kernel(TensorSpan(in, 2), std::span<Tensor>(out, 2), GeluAttrs{});
+    return std::pair{gw, xw};
+  };
+  const Tensor x = randn({4099}) * 4, g = randn({4099});
+  for (const CpuIsa isa : testing::isas_up_to_current()) {
+    testing::ScopedMaxCpuIsa cap(isa);
+    const auto [dx, y] = run_in_place(g, x);
+    EXPECT_TRUE(equal(dx, call1(op_gelu_backward(), {g, x}, GeluAttrs{}))) << cpu_isa_name(isa);
+    EXPECT_TRUE(equal(y, gelu(x))) << cpu_isa_name(isa);
+  }
+  const Tensor xs = randn({6, 10}).t(), gs = randn({6, 10}).t();
+  const auto [dx, y] = run_in_place(gs, xs);
+  EXPECT_TRUE(equal(dx, call1(op_gelu_backward(), {gs, xs}, GeluAttrs{}))) << "strided";
+  EXPECT_TRUE(equal(y, gelu(xs))) << "strided";
 }
 
 TEST(GeluWithBackward, BadInputsNameWhatIsWrong) {

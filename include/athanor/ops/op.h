@@ -71,7 +71,9 @@ enum class OpKind : uint8_t {
 // reads each element of that input before it writes the same element of the output. OverInput0
 // is what `add_` and friends (call_inplace) write directly; the graph compiler's memory plan
 // writes a result over either input where that input's buffer dies (graph/memory_plan.h).
-enum class InplacePolicy : uint8_t { None, OverInput0, OverInput1 };
+// EachOverItsInput: output 0 may be written over input 0 and output 1 over input 1, both at once
+// (gelu_with_backward: the gradient over g, the GELU over x).
+enum class InplacePolicy : uint8_t { None, OverInput0, OverInput1, EachOverItsInput };
 
 // What autocast (ops/autocast.h) does to an op's floating inputs: nothing; cast them to the
 // autocast dtype (bfloat16/float16: the matrix products, where low precision is fast); or

@@ -117,7 +117,7 @@ const Op<GeluAttrs>& op_gelu_with_backward() {
       .name = "gelu_with_backward",
       .num_inputs = 2,
       .num_outputs = 2,
-      .inplace = InplacePolicy::OverInput0,  // the gradient over g, as gelu_backward's
+      .inplace = InplacePolicy::EachOverItsInput,  // the gradient over g, the GELU over x
       .infer =
           [](TensorSpan in, const GeluAttrs& a) {
             const DType t = gelu_backward_dtype(in, a);

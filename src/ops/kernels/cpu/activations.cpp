@@ -25,13 +25,28 @@ ATH_ISA_DISPATCH(gelu_backward_f32, (const float* g, const float* x, float* y, i
                  (g, x, y, n))
 
 // Both at once: Phi(x) once, each output's expression as in the two bodies above (so each has
-// their bits: the same operations, contracted alike).
-ATH_ISA_BODY void gelu_pair_f32_body(const float* g, const float* x, float* y, float* dx,
-                                     int64_t n) {
+// their bits: the same operations, contracted alike). The outputs may be written over the inputs
+// (dx over g, y over x: InplacePolicy::EachOverItsInput), so a block of 256 elements is computed
+// into local buffers the compiler knows alias nothing, then copied out: the loop vectorizes
+// without run-time overlap checks (with exactly overlapping pointers those fall back to scalar
+// code).
+ATH_ISA_BODY void gelu_pair_f32_block(const float* __restrict g, const float* __restrict x,
+                                      float* __restrict y, float* __restrict dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float cdf = normal_cdf_fast(x[i]);
     y[i] = x[i] * cdf;
     dx[i] = g[i] * (cdf + x[i] * normal_pdf(x[i]));
+  }
+}
+ATH_ISA_BODY void gelu_pair_f32_body(const float* g, const float* x, float* y, float* dx,
+                                     int64_t n) {
+  constexpr int64_t kBlock = 256;
+  alignas(64) float yb[kBlock], db[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    gelu_pair_f32_block(g + b, x + b, yb, db, m);
+    for (int64_t i = 0; i < m; ++i) y[b + i] = yb[i];
+    for (int64_t i = 0; i < m; ++i) dx[b + i] = db[i];
   }
 }
 ATH_ISA_DISPATCH(gelu_pair_f32, (const float* g, const float* x, float* y, float* dx, int64_t n),
@@ -119,9 +134,10 @@ void gelu_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs& a) {
 }
 
 // gelu_with_backward: (g, x) -> (gelu_backward(g, x), gelu(x)).
-// Memory contract: dense float32 reads g and x once per element and writes each output once
-// (the gradient may be g's buffer: each g[i] is read before dx[i] is written); anything else
-// runs the two ops' kernels, the GELU first (the gradient may overwrite g, never x).
+// Memory contract: dense float32 reads g and x once per element and writes each output once;
+// the gradient may be g's buffer and the GELU x's (a block is read whole before its outputs are
+// written). Anything else runs the two ops' kernels, the gradient first (it reads x, which the
+// GELU may then overwrite; the gradient may overwrite g, which the GELU does not read).
 template <class T>
 void gelu_with_backward_kernel(TensorSpan in, std::span<Tensor> out, const GeluAttrs& a) {
   const T *g = static_cast<const T*>(in[0].data_ptr()),
@@ -133,8 +149,8 @@ void gelu_with_backward_kernel(TensorSpan in, std::span<Tensor> out, const GeluA
       })) {
     return;
   }
-  gelu_kernel<T>(in.subspan(1, 1), out.subspan(1, 1), a);
   gelu_backward_kernel<T>(in, out.subspan(0, 1), a);
+  gelu_kernel<T>(in.subspan(1, 1), out.subspan(1, 1), a);
 }
 
 template <class T>
