@@ -11,8 +11,9 @@
 //   w4_kernel/...       one float32 kernel alone, called as a compiled step calls it (outputs
 //                       allocated once): layer_norm and its backwards on [16, 128, 128] rows of
 //                       128, attention_softmax and its backward on [16, 4, 128, 128] causal,
-//                       self_attention (the inference runtime's fused attention) on the packed
-//                       projection [B, 128, 384], 4 heads, causal, at batch 16 and 1; GB/s
+//                       self_attention (the fused attention of training and the inference
+//                       runtime) on the packed projection [B, 128, 384], 4 heads, causal, at
+//                       batch 16 and 1, and its backward at batch 16; GB/s
 //                       counts the bytes the kernel must read and write once
 // bench/transformer_torch.py times the same work in PyTorch; bench/run_transformer_compare.sh
 // runs both interleaved and prints athanor / torch.
@@ -192,6 +193,17 @@ void w4_self_attention(benchmark::State& state, int64_t batch) {
   run_kernel(state, ath::op_self_attention(), {x}, {ath::empty({batch, kL, kD})}, a, bytes);
 }
 
+// self_attention_backward, the gradient of the above with respect to the projection, as training
+// calls it (nn::MultiheadAttention with grad mode on). Bytes: x and dy read, dx written.
+void w4_self_attention_backward(benchmark::State& state, int64_t batch) {
+  const ath::SelfAttentionAttrs a{.heads = 4, .scale = 0.17677669529663687, .causal = true};
+  ath::Tensor x = ath::bench::random_normal({batch, kL, 3 * kD}, 1);
+  ath::Tensor dy = ath::bench::random_normal({batch, kL, kD}, 2);
+  const double bytes = static_cast<double>(batch * kL * 7 * kD) * 4;
+  run_kernel(state, ath::op_self_attention_backward(), {dy, x}, {ath::empty({batch, kL, 3 * kD})},
+             a, bytes);
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(w4_layer_norm, w4_kernel / layer_norm, Ln::Forward)
@@ -226,5 +238,8 @@ BENCHMARK_CAPTURE(w4_self_attention, w4_kernel / self_attention_b16, 16)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(w4_self_attention, w4_kernel / self_attention_b1, 1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(w4_self_attention_backward, w4_kernel / self_attention_backward_b16, 16)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
