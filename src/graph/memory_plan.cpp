@@ -83,10 +83,12 @@ std::vector<int32_t> share_in_place(const Graph& g, const std::vector<bool>& run
   for (int32_t k = 0; k < num_nodes; ++k) {
     const Node& n = g.nodes[static_cast<std::size_t>(k)];
     if (n.op->kind == OpKind::View || n.write != WriteKind::None) continue;
+    ValueId taken = kNoValue;  // a buffer one output took; a second may not share it
     for (const auto& [over, o] : in_place_pairs(n.op->inplace)) {
       if (n.inputs.size() <= over || n.outputs.size() <= o) continue;
       const ValueId in = n.inputs[over], out = n.outputs[o];
       const ValueId s = g.storage_of(in);
+      if (s == taken) continue;
       const int32_t ib = buffer_of[static_cast<std::size_t>(s)];
       const int32_t ob = buffer_of[static_cast<std::size_t>(out)];
       if (ib < 0 || ob < 0 || buffers[static_cast<std::size_t>(ib)].last != k) continue;
@@ -106,6 +108,7 @@ std::vector<int32_t> share_in_place(const Graph& g, const std::vector<bool>& run
         for (ValueId v : p.inputs) alone = alone && g.storage_of(v) != s;
       }
       if (!alone) continue;
+      taken = s;
       buffers[static_cast<std::size_t>(ob)].over = s;
       unit_of[static_cast<std::size_t>(ob)] = unit_of[static_cast<std::size_t>(ib)];
     }

@@ -94,6 +94,21 @@ TEST(MemoryPlan, BothOutputsOfAPairedOpAreWrittenOverTheirInputs) {
   const Tensor gv = exp(av), xv = neg(bv);
   EXPECT_TRUE(equal(Executor(g, plan).run({av, bv})[0],
                     call1(op_gelu_backward(), {gv, xv}, GeluAttrs{}) + gelu(xv)));
+
+  // With one value as both inputs, only one output may take its buffer.
+  Graph h;
+  const ValueId c = h.add_argument({{1000}, kFloat32});
+  const ValueId y = h.add_node(op_exp(), NoAttrs{}, {c})[0];
+  const std::vector<ValueId> both = h.add_node(op_gelu_with_backward(), GeluAttrs{}, {y, y});
+  h.outputs = {h.add_node(op_add(), AlphaAttrs{}, {both[0], both[1]})[0]};
+  const MemoryPlan shared = plan_memory(h);
+  check_plan(h, shared);
+  int over_y = 0;
+  for (const MemoryPlan::Buffer& buf : shared.buffers) over_y += buf.over == y ? 1 : 0;
+  EXPECT_EQ(over_y, 1);
+  const Tensor yv = exp(av);
+  EXPECT_TRUE(equal(Executor(h, shared).run({av})[0],
+                    call1(op_gelu_backward(), {yv, yv}, GeluAttrs{}) + gelu(yv)));
 }
 
 TEST(MemoryPlan, NothingIsWrittenOverABufferSomethingElseStillReads) {
