@@ -49,7 +49,6 @@ struct HeadScratch {
 
 // k, v, q and dy of one head into the scratch blocks, rows padded with zeros. Row-major copies
 // first (contiguous runs), then the two transposes from the dense k and v.
-template <int W>
 ATH_ISA_BODY void load_head(const float* x, const float* dy, const HeadGeometry& g, int64_t b,
                             int64_t h, float scale, const HeadScratch& s) {
   const int64_t w = 3 * g.e, len = g.len, d = g.d, ls = round16(len), ld = round16(d);
@@ -178,7 +177,7 @@ template <int W>
 ATH_ISA_BODY void head_grad_f32_body(const float* x, const float* dy, float* dx, HeadGeometry g,
                                      int64_t b, int64_t h, bool causal, float scale,
                                      HeadScratch s) {
-  load_head<W>(x, dy, g, b, h, scale, s);
+  load_head(x, dy, g, b, h, scale, s);
   for (int64_t i0 = 0; i0 < g.len; i0 += kRows) grad_row_block<W>(x, dx, g, b, h, causal, i0, s);
   for (int64_t j0 = 0; j0 < g.len; j0 += kRows) grad_key_block<W>(dx, g, b, h, causal, j0, s);
 }
