@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "athanor/athanor.h"
 
 namespace ath {
@@ -69,6 +74,95 @@ TEST(Allocator, LargeBlocksAreReusedAndReleasedOnAMiss) {
   EXPECT_EQ(memory_stats().cached_bytes, bin(12345));
   empty_cache();
 }
+
+namespace {
+int64_t bin_bytes(int64_t floats) {
+  return static_cast<int64_t>(detail::allocation_bin_size(static_cast<std::size_t>(floats) * 4));
+}
+}  // namespace
+
+// Under a PeakBoundedCache a freed block is still reused for its size, but a miss first hands
+// back cached blocks of other sizes, so live + cached never pass the peak of live bytes.
+TEST(Allocator, PeakBoundedCacheReusesButNeverHoldsMoreThanThePeak) {
+  empty_cache();
+  const int64_t base = memory_stats().current_bytes;
+  PeakBoundedCache bounded;
+  { Tensor a = empty({1 << 20}, kFloat32); }  // 4 MB: the peak, then cached
+  EXPECT_EQ(memory_stats().cached_bytes, bin_bytes(1 << 20));
+  void* p = nullptr;
+  {
+    Tensor b = empty({1 << 19}, kFloat32);  // 2 MB, a miss: 4 + 2 cached + live > the 4 MB peak
+    p = b.data_ptr();
+    EXPECT_EQ(memory_stats().cached_bytes, 0);
+  }
+  const int64_t hits = memory_stats().cache_hits;
+  {
+    Tensor again = empty({1 << 19}, kFloat32);  // the same size: a hit
+    EXPECT_EQ(again.data_ptr(), p);
+  }
+  EXPECT_EQ(memory_stats().cache_hits, hits + 1);
+  {
+    Tensor c = empty({3 << 18}, kFloat32);  // 3 MB, a miss: 2 cached + 3 live > the 4 MB peak
+    EXPECT_LE(memory_stats().current_bytes + memory_stats().cached_bytes - base,
+              bin_bytes(1 << 20));
+  }
+  empty_cache();
+}
+
+// The same sequence without the bound keeps a block of every size it saw.
+TEST(Allocator, WithoutABoundTheCacheKeepsEverySize) {
+  empty_cache();
+  { Tensor a = empty({1 << 20}, kFloat32); }
+  { Tensor b = empty({1 << 19}, kFloat32); }
+  EXPECT_EQ(memory_stats().cached_bytes, bin_bytes(1 << 20) + bin_bytes(1 << 19));
+  empty_cache();
+}
+
+// Random lifetimes and sizes (256 KiB to 8 MB): after every allocation, the bytes the allocator
+// holds (live + cached) are at most the peak of live bytes since the bound began.
+TEST(Allocator, PeakBoundedCacheHoldsAtMostThePeakOverRandomLifetimes) {
+  for (unsigned seed = 0; seed < 5; ++seed) {
+    empty_cache();
+    const int64_t base = memory_stats().current_bytes;
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int64_t> floats(1 << 16, 1 << 21);
+    std::vector<Tensor> live;
+    int64_t peak = 0;
+    PeakBoundedCache bounded;
+    for (int i = 0; i < 300; ++i) {
+      if (!live.empty() && rng() % 3 == 0) live.erase(live.begin() + rng() % live.size());
+      live.push_back(empty({floats(rng)}, kFloat32));
+      const MemoryStats m = memory_stats();
+      peak = std::max(peak, m.current_bytes - base);
+      ASSERT_LE(m.current_bytes + m.cached_bytes - base, peak) << "seed " << seed << " step " << i;
+    }
+    live.clear();
+    EXPECT_GT(memory_stats().cache_hits, 0);
+  }
+  empty_cache();
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+double rss_mb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return -1;
+}
+
+// Large blocks are mapped from the OS, so handing them back lowers the RSS at once (through
+// malloc, glibc could keep them in its heap).
+TEST(Allocator, EmptyCacheLowersTheResidentSet) {
+  empty_cache();
+  std::vector<Tensor> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(full({1 << 20}, 1.0));  // 16 x 4 MB, touched
+  const double with = rss_mb();
+  if (with < 0) GTEST_SKIP() << "no /proc/self/status";
+  blocks.clear();
+  empty_cache();
+  EXPECT_LT(rss_mb(), with - 48);
+}
+#endif
 
 TEST(Allocator, BinSizesBoundSlack) {
   for (std::size_t n : {1ul, 63ul, 64ul, 1000ul, 1025ul, 5000ul, 1ul << 20, (1ul << 20) + 1}) {

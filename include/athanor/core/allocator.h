@@ -6,7 +6,8 @@
 // and, when freed, kept in per-size bins for reuse, so a training loop that allocates the same
 // shapes every step stops calling malloc after step one. Blocks over 16 MB are handed back to
 // the OS before any new block is taken from it, so the cache never raises the process's peak
-// memory.
+// memory. Blocks of 256 KiB or more are mapped from the OS directly, so handing them back
+// lowers the RSS at once.
 //
 //   auto before = memory_stats();
 //   { Tensor t = empty({1024, 1024}); }               // freed into the cache, not to the OS
@@ -57,6 +58,20 @@ MemoryStats memory_stats();
 void reset_peak_memory_stats();
 // Returns every cached (free) block to the OS. Live tensors are untouched.
 void empty_cache();
+
+// While one is alive (the bound is the process's, on every thread), the CPU cache hands blocks
+// back to the OS before it takes new ones, so that live plus cached bytes never exceed the peak
+// of live bytes since the first one began (nor live bytes plus the new block): the cache still
+// serves repeated sizes, but cannot raise the process's peak above what is live. For work whose
+// sizes will not come again, such as compile()'s traces, which the memory plan's arena
+// replaces: a cache warmed on them would only be slack at the process's peak.
+class PeakBoundedCache {
+ public:
+  PeakBoundedCache();
+  ~PeakBoundedCache();
+  PeakBoundedCache(const PeakBoundedCache&) = delete;
+  PeakBoundedCache& operator=(const PeakBoundedCache&) = delete;
+};
 
 namespace detail {
 // Rounds a request up to its bin size: 64-byte granules up to 1 KiB, then 8 bins per power of
