@@ -236,6 +236,11 @@ CompiledStep::Result CompiledStep::call(std::span<const Tensor> args, uint64_t p
   std::optional<Graph> traced;
   std::string failure;
   {
+    // A traced step runs eagerly, once or twice, before the arena replaces its memory: the
+    // cache may not hold more than the step's peak of live bytes meanwhile, so the traces do
+    // not raise the process's peak to live bytes plus the slack of a cache warmed on them.
+    std::optional<PeakBoundedCache> bounded;
+    if (s.options.arena) bounded.emplace();
     Tracer tracer(args);
     outputs = eager();
     Graph g = tracer.finish(outputs);
