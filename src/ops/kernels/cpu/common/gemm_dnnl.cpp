@@ -3,11 +3,16 @@
 // Operands go to oneDNN with their own strides, so a transposed right operand (w.t() in
 // linear, b.t() in a backward pass) costs nothing; batch dims broadcast as size-1 dims
 // (oneDNN's own broadcasting: a stride-0 dim would send it to its reference kernel). Copied
-// first: a column-major left operand (oneDNN's brgemm then splits K across threads, so the
-// sums would depend on the thread count; the copy is O(M K) next to O(M N K)), a matrix that
-// is neither row- nor column-major, and any layout for which oneDNN does not pick its brgemm
-// kernel. With row-major left operands brgemm splits only M and N across threads, so every
-// output element sums over K in one fixed order. Primitives are cached (dnnl_utils.h).
+// first: a matrix that is neither row- nor column-major, and any layout for which oneDNN does
+// not pick its brgemm kernel. With row-major left operands brgemm splits only M and N across
+// threads, so every output element sums over K in one fixed order. Primitives are cached
+// (dnnl_utils.h).
+//
+// A column-major left operand (the weight gradient's g.t() @ x, x.t() @ g) would make brgemm
+// split K across threads, so the sums would depend on the thread count. It runs as the fixed
+// blocks below instead, each a single-threaded call that reads the transposed operand in
+// place: at W4's shapes (K = 2048 rows, M x N = 128-512 x 128-512) 325-338 GFLOP/s against
+// 209-276 for a transposed copy and a two-thread brgemm.
 //
 // Where oneDNN has no brgemm kernel (AVX2 hosts, where it picks gemm:jit; odd layouts) its
 // GEMM splits K across threads whenever M and N are small next to K, and the sums then depend
@@ -48,10 +53,9 @@ void tidy_unit_dims(Layout& l, std::size_t first, std::size_t last) {
     if (l.sizes[d] == 1) l.strides[d] = outer;
 }
 
-// t's layout in nd dims (batch right-aligned), or nullopt when its matrix dims need a copy.
-// The left operand must be row-major: oneDNN splits K across threads for a column-major one,
-// which makes the result depend on the thread count.
-std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd, bool allow_col_major) {
+// t's layout in nd dims (batch right-aligned), or nullopt when its matrix dims need a copy:
+// row-major or column-major matrices keep their strides.
+std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd) {
   Layout l{Shape(nd, 1), Strides(nd, 0)};
   const std::size_t off = nd - static_cast<std::size_t>(t.dim());
   for (std::size_t d = 0; d < static_cast<std::size_t>(t.dim()); ++d) {
@@ -64,7 +68,7 @@ std::optional<Layout> operand_layout(const Tensor& t, std::size_t nd, bool allow
   int64_t& sc = l.strides[nd - 1];
   const int64_t rows = l.sizes[nd - 2], cols = l.sizes[nd - 1];
   const bool row_major = (cols == 1 || sc == 1) && (rows == 1 || sr >= cols);
-  const bool col_major = allow_col_major && (rows == 1 || sr == 1) && (cols == 1 || sc >= rows);
+  const bool col_major = (rows == 1 || sr == 1) && (cols == 1 || sc >= rows);
   if (row_major) {
     if (cols == 1) sc = 1;
     if (rows == 1) sr = cols;
@@ -215,6 +219,12 @@ Blocks make_blocks(DType t, const Layout& a, const Layout& b, const Shape& cs, B
   return blocks;
 }
 
+// A column-major left operand, one that is not a single row (the layout operand_layout gave).
+bool is_col_major(const Layout& l) {
+  const std::size_t nd = l.sizes.size();
+  return l.sizes[nd - 2] > 1 && l.strides[nd - 2] == 1 && l.sizes[nd - 1] > 1;
+}
+
 std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const Layout& b,
                                                  const Shape& c_shape, const Layout* bias,
                                                  BiasMode mode, double alpha, double beta,
@@ -226,7 +236,8 @@ std::shared_ptr<const MatmulEntry> get_primitive(DType t, const Layout& a, const
   return cached_primitive<MatmulEntry>(key, [&] {
     auto e =
         make_entry(t, a, b, c_shape, contiguous_strides(c_shape), bias, mode, alpha, beta, relu);
-    if (!e->brgemm) e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta, relu);
+    if (!e->brgemm || is_col_major(a))
+      e->blocks = make_blocks(t, a, b, c_shape, mode, alpha, beta, relu);
     return e;
   });
 }
@@ -290,9 +301,13 @@ void gemm_dnnl(const GemmArgs& g) {
     return;
   }
   Tensor a = g.a, b = g.b;
-  std::optional<Layout> la = operand_layout(a, nd, false), lb = operand_layout(b, nd, true);
-  if (!la) la = operand_layout(a = a.contiguous(), nd, false);
-  if (!lb) lb = operand_layout(b = b.contiguous(), nd, true);
+  std::optional<Layout> la = operand_layout(a, nd), lb = operand_layout(b, nd);
+  if (!la) la = operand_layout(a = a.contiguous(), nd);
+  if (!lb) lb = operand_layout(b = b.contiguous(), nd);
+  const bool batched = std::any_of(cs.begin(), cs.end() - 2, [](int64_t d) { return d > 1; });
+  // Batched, a column-major left operand is still copied: its batch strides may be permuted,
+  // which sends a single-threaded oneDNN call to its reference kernel.
+  if (batched && is_col_major(*la)) la = operand_layout(a = a.contiguous(), nd);
   BiasMode mode = beta == 0                     ? BiasMode::None
                   : (g.alpha == 1 && beta == 1) ? BiasMode::Fused
                                                 : BiasMode::Prefilled;
@@ -300,7 +315,7 @@ void gemm_dnnl(const GemmArgs& g) {
   if (mode == BiasMode::Fused) lbias = bias_layout(g.bias, cs);
   auto entry = get_primitive(t, *la, *lb, cs, lbias ? &*lbias : nullptr, mode, g.alpha,
                              mode == BiasMode::Prefilled ? beta : 0.0, g.relu);
-  if (!entry->brgemm && !(a.is_contiguous() && b.is_contiguous())) {
+  if (!entry->brgemm && !is_col_major(*la) && !(a.is_contiguous() && b.is_contiguous())) {
     // Padded rows or permuted batches send oneDNN to its reference or gemm:jit kernels,
     // which are slower and split K across threads: dense copies avoid both.
     GemmArgs dense = g;
