@@ -25,10 +25,12 @@ void check_inner(const Tensor& a, const Tensor& b) {
             to_string(b.shape()), a.shape()[a.dim() - 1], b.shape()[b.dim() - 2]);
 }
 
-// a^T @ g, the gradient of a product's right operand, via `product`. oneDNN's kernel reads its
-// left operand row-major, so a^T (column-major when a is row-major) is copied first: when g has
-// fewer columns than a, (g^T @ a)^T copies the smaller g instead and returns a transposed view.
-// The choice depends on shapes only, so results stay independent of the thread count.
+// a^T @ g, the gradient of a product's right operand, via `product`. When g has fewer columns
+// than a, (g^T @ a)^T: a batched left operand that is column-major is copied row-major first
+// (gemm_dnnl.cpp), and this copies the smaller one; a single matrix is read in place, and the
+// product with the fewer output rows is the faster one there too (x^T g with x [2048, 128], g
+// [2048, 512]: 809-850 us, against 959-1023 us for g^T x, AVX-512 host). The choice depends on
+// shapes only, so results stay independent of the thread count.
 template <class Product>
 Tensor left_transposed_product(const Tensor& a, const Tensor& g, const Product& product) {
   const bool a_row_major = a.stride(-1) == 1 && a.size(-1) > 1;

@@ -86,8 +86,8 @@ void linear_backward(BackwardContext& ctx, const Tensor& g) {
   if (ctx.needs_grad(0)) ctx.set_grad_input(0, matmul(g, w));
   if (ctx.needs_grad(1) || ctx.num_inputs() == 3) {
     Tensor g2 = g.reshape({rows, out});
-    // g^T x: copying the narrower of g and x for the transposed left operand (as
-    // left_transposed_product does); AccumulateGrad stores a contiguous copy.
+    // g^T x, or (x^T g)^T when x is the narrower (as left_transposed_product chooses, and why);
+    // AccumulateGrad stores a contiguous copy of the transposed view.
     if (ctx.needs_grad(1)) {
       Tensor x2 = x.reshape({rows, in});
       ctx.set_grad_input(1, in < out && x2.stride(-1) == 1 && g2.stride(-1) == 1
