@@ -11,8 +11,9 @@
 // A column-major left operand (the weight gradient's g.t() @ x, x.t() @ g) would make brgemm
 // split K across threads, so the sums would depend on the thread count. It runs as the fixed
 // blocks below instead, each a single-threaded call that reads the transposed operand in
-// place: at W4's shapes (K = 2048 rows, M x N = 128-512 x 128-512) 325-338 GFLOP/s against
-// 209-276 for a transposed copy and a two-thread brgemm.
+// place: for x.t() @ g at W4's shapes (K = 2048 rows, M x N = 128 x 128-512) 319-350 GFLOP/s
+// against 242-285 for a transposed copy and a two-thread brgemm (AVX-512 host; on AVX2, where
+// the copy's product ran as blocks already, both 155-169).
 //
 // Where oneDNN has no brgemm kernel (AVX2 hosts, where it picks gemm:jit; odd layouts) its
 // GEMM splits K across threads whenever M and N are small next to K, and the sums then depend
