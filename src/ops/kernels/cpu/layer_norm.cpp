@@ -24,46 +24,72 @@
 namespace ath::kernels {
 namespace {
 
+// The moments of `rows` <= kInterleave rows of n <= kMomentChunk elements (one chunk of
+// run_moments, computed inline with its exact arithmetic: its merge with the empty set returns
+// the chunk's moments) in lane_sum's order, so every copy gives the bits the generic loop below
+// gives. The rows go through each pass together: one row's sums are a chain of dependent adds
+// and two horizontal sums, which left the cores waiting one row at a time.
+constexpr int kInterleave = 4;
+template <int W>
+ATH_ISA_BODY void row_moments_f32(const float* const* xr, int rows, int64_t n, double* mean,
+                                  double* m2) {
+  D16<W> acc[kInterleave];
+  for (int r = 0; r < rows; ++r) acc[r] = zero_d16<W>();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int r = 0; r < rows; ++r) acc[r] = acc[r] + to_f64(vload<W>(xr[r] + j));
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t k = j, l = 0; k < n; ++k, ++l)
+      add_lane(acc[r], static_cast<int>(l), double(xr[r][k]));
+    mean[r] = hsum(acc[r]) / double(n);
+    acc[r] = zero_d16<W>();
+  }
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    for (int r = 0; r < rows; ++r) {
+      const D16<W> d = to_f64(vload<W>(xr[r] + j)) - mean[r];
+      acc[r] = acc[r] + d * d;
+    }
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t k = j, l = 0; k < n; ++k, ++l) {
+      const double d = double(xr[r][k]) - mean[r];
+      add_lane(acc[r], static_cast<int>(l), d * d);
+    }
+    m2[r] = hsum(acc[r]);
+  }
+}
+
 // Rows [r0, r1) of the float32 forward, compiled per ISA with its vector width W (isa_dispatch.h,
-// lanes.h). A row of up to kMomentChunk elements is one chunk of run_moments, computed inline with
-// its exact arithmetic (its merge with the empty set returns the chunk's moments) in lane_sum's
-// order, so every copy gives the bits the generic loop below gives.
+// lanes.h), kInterleave rows at a time.
 template <int W>
 ATH_ISA_BODY void layer_norm_rows_f32_body(const float* xp, float* yp, float* mp, float* rp,
                                            const float* wp, const float* bp, int64_t n, double eps,
                                            int64_t r0, int64_t r1) {
-  for (int64_t i = r0; i < r1; ++i) {
-    const float* xr = xp + i * n;
-    float* yr = yp + i * n;
-    double mean, m2;
+  for (int64_t i0 = r0; i0 < r1; i0 += kInterleave) {
+    const int rows = static_cast<int>(std::min<int64_t>(kInterleave, r1 - i0));
+    double mean[kInterleave], m2[kInterleave];
     if (n > 0 && n <= kMomentChunk) {
-      D16<W> sum = zero_d16<W>();
-      int64_t j = 0;
-      for (; j + kLanes <= n; j += kLanes) sum = sum + to_f64(vload<W>(xr + j));
-      for (int l = 0; j < n; ++j, ++l) add_lane(sum, l, double(xr[j]));
-      mean = hsum(sum) / double(n);
-      D16<W> acc = zero_d16<W>();
-      for (j = 0; j + kLanes <= n; j += kLanes) {
-        const D16<W> d = to_f64(vload<W>(xr + j)) - mean;
-        acc = acc + d * d;
-      }
-      for (int l = 0; j < n; ++j, ++l) {
-        const double d = double(xr[j]) - mean;
-        add_lane(acc, l, d * d);
-      }
-      m2 = hsum(acc);
+      const float* xr[kInterleave];
+      for (int r = 0; r < rows; ++r) xr[r] = xp + (i0 + r) * n;
+      row_moments_f32<W>(xr, rows, n, mean, m2);
     } else {
-      const Moments mo = run_moments(xr, n);
-      mean = mo.mean;
-      m2 = mo.m2;
+      for (int r = 0; r < rows; ++r) {
+        const Moments mo = run_moments(xp + (i0 + r) * n, n);
+        mean[r] = mo.mean;
+        m2[r] = mo.m2;
+      }
     }
-    const float mu = float(mean), r = float(1.0 / std::sqrt(m2 / double(n) + eps));
-    mp[i] = mu;
-    rp[i] = r;
-    int64_t j = 0;
-    for (; j + kLanes <= n; j += kLanes)
-      vstore(yr + j, (vload<W>(xr + j) - mu) * r * vload<W>(wp + j) + vload<W>(bp + j));
-    for (; j < n; ++j) yr[j] = (xr[j] - mu) * r * wp[j] + bp[j];
+    for (int r = 0; r < rows; ++r) {
+      const int64_t i = i0 + r;
+      const float* xr = xp + i * n;
+      float* yr = yp + i * n;
+      const float mu = float(mean[r]), rs = float(1.0 / std::sqrt(m2[r] / double(n) + eps));
+      mp[i] = mu;
+      rp[i] = rs;
+      int64_t j = 0;
+      for (; j + kLanes <= n; j += kLanes)
+        vstore(yr + j, (vload<W>(xr + j) - mu) * rs * vload<W>(wp + j) + vload<W>(bp + j));
+      for (; j < n; ++j) yr[j] = (xr[j] - mu) * rs * wp[j] + bp[j];
+    }
   }
 }
 ATH_ISA_DISPATCH_W(layer_norm_rows_f32,
