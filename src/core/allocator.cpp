@@ -43,8 +43,12 @@ constexpr std::size_t kLargeBlock = std::size_t{16} << 20;
 // not reliably: glibc raises its mmap threshold each time it unmaps a block (up to 32 MB), after
 // which blocks of that size come from the heap, whose freed middle stays resident. Under a
 // sanitizer they stay with malloc, whose redzones catch overruns that a page would not.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)  // GCC's spelling
 constexpr bool kMapLargeBlocks = false;
+#elif defined(__has_feature)  // clang's
+constexpr bool kMapLargeBlocks =
+    !(__has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||
+      __has_feature(memory_sanitizer));
 #else
 constexpr bool kMapLargeBlocks = true;
 #endif
