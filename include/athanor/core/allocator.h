@@ -15,6 +15,12 @@
 //   assert(memory_stats().cached_bytes >= 4 << 20);   // its 4 MB block, kept for reuse
 //   empty_cache();                                     // hands cached blocks back to the OS
 //   assert(memory_stats().cached_bytes == 0);
+//   {
+//     PeakBoundedCache bounded;                        // for work whose sizes will not recur
+//     { Tensor a = empty({1 << 20}); }                 // 4 MB live at the peak, then cached
+//     { Tensor b = empty({1 << 19}); }                 // a miss: the 4 MB block goes back first
+//     assert(memory_stats().cached_bytes == 2 << 20);  // b's block only (unbounded: both)
+//   }
 //   assert(allocator(DeviceType::CPU) == &cpu_caching_allocator());
 #pragma once
 
