@@ -290,6 +290,8 @@ ATH_OP_ROWS(attention) {
       // 37 rows (a short last row block), head dim 20 (not a multiple of 16), causal.
       self_attention_row("long_odd_head_dim", In::randn({2, 37, 120}), 2, 0.2, true, true)
           .no_gradcheck(),
+      // 7 positions and head dim 5: neither a multiple of the transposes' 4 x 4 blocks.
+      self_attention_row("head_dim_5", In::randn({2, 7, 30}), 2, 0.4, true, true),
       self_attention_backward_row("causal_batch_first", In::randn({2, 5, 24}), 2, 0.5, true, true)
           .dtypes({kFloat32, kFloat64, kBFloat16})
           .bad("gradient shape",
@@ -315,6 +317,7 @@ ATH_OP_ROWS(attention) {
                                   true),
       self_attention_backward_row("long_odd_head_dim", In::randn({2, 37, 120}), 2, 0.2, false,
                                   true),
+      self_attention_backward_row("head_dim_5", In::randn({2, 7, 30}), 2, 0.4, false, true),
       // W4's head: 128 positions, 4 heads of 32.
       self_attention_backward_row("w4_head", In::randn({1, 128, 384}), 4, 0.1767767, true, true),
       Row("merge_heads", "one_part_seq_first_strided")

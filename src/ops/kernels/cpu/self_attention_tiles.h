@@ -12,6 +12,10 @@
 // order. The files that include this contract multiply-adds into FMAs in their wide copies.
 #pragma once
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -103,18 +107,32 @@ ATH_ISA_BODY void product_rows(const float* const* a, int64_t as, const float* b
 }
 
 // dst[c * dst_ld + r] = scale * src[r * src_ld + c] for r < rows, c < cols: a block of x's rows
-// transposed into scratch. Sixteen rows at a time, so each destination run is one contiguous
-// 16-float store and the 16 source rows stay in L1 across the columns.
+// transposed into scratch. 4 x 4 blocks go through registers (SSE's four-row transpose, in every
+// copy): the element-at-a-time loop this replaced cost a head's load about twice as much.
 ATH_ISA_BODY void transpose_scaled(const float* src, int64_t src_ld, int64_t rows, int64_t cols,
                                    float scale, float* dst, int64_t dst_ld) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
-    const int64_t nr = std::min<int64_t>(kLanes, rows - r0);
-    for (int64_t c = 0; c < cols; ++c) {
+  int64_t r0 = 0;
+#if defined(__SSE2__)
+  const __m128 mul = _mm_set1_ps(scale);
+  for (; r0 + 4 <= rows; r0 += 4) {
+    const float* in = src + r0 * src_ld;
+    int64_t c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      __m128 a = _mm_loadu_ps(in + c), b = _mm_loadu_ps(in + src_ld + c);
+      __m128 e = _mm_loadu_ps(in + 2 * src_ld + c), f = _mm_loadu_ps(in + 3 * src_ld + c);
+      _MM_TRANSPOSE4_PS(a, b, e, f);
       float* out = dst + c * dst_ld + r0;
-      const float* in = src + r0 * src_ld + c;
-      for (int64_t r = 0; r < nr; ++r) out[r] = scale * in[r * src_ld];
+      _mm_storeu_ps(out, _mm_mul_ps(mul, a));
+      _mm_storeu_ps(out + dst_ld, _mm_mul_ps(mul, b));
+      _mm_storeu_ps(out + 2 * dst_ld, _mm_mul_ps(mul, e));
+      _mm_storeu_ps(out + 3 * dst_ld, _mm_mul_ps(mul, f));
     }
+    for (; c < cols; ++c)
+      for (int64_t r = 0; r < 4; ++r) dst[c * dst_ld + r0 + r] = scale * in[r * src_ld + c];
   }
+#endif
+  for (; r0 < rows; ++r0)
+    for (int64_t c = 0; c < cols; ++c) dst[c * dst_ld + r0] = scale * src[r0 * src_ld + c];
 }
 
 // A score row made exp(s - max) over its n kept entries, 0 over [n, padded); returns 1 / the
