@@ -121,9 +121,10 @@ void MpiEngine::finish_mpi() {
   while (!outgoing_.empty() && std::chrono::steady_clock::now() < give_up) progress_control();
   if (data_left_running_ || !outgoing_.empty()) {
     std::fprintf(stderr,
-                 "athanor dist: rank %d: MPI still owns the buffers of a failed call it cannot "
-                 "cancel; calling MPI_Abort so that the job ends instead of hanging\n",
-                 info_.rank);
+                 "athanor dist: rank %d: MPI still owns the buffers of %s it cannot cancel; "
+                 "calling MPI_Abort so that the job ends instead of hanging\n",
+                 info_.rank,
+                 data_left_running_ ? "a failed call" : "a control message no peer has received");
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);

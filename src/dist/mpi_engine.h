@@ -122,6 +122,7 @@ class MpiEngine {
     MPI_Request request = MPI_REQUEST_NULL;
     std::deque<ControlMessage> headers;  // arrived, not yet matched
     std::optional<ControlMessage> last;  // the latest header seen, for reports
+    bool aborted = false;                // it sent an abort: it has failed, and listens no more
   };
   std::vector<PeerControl> peers_;
   struct OutgoingControl {

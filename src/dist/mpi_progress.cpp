@@ -97,12 +97,17 @@ bool MpiEngine::take_submissions() {
 
 bool MpiEngine::progress_control() {
   bool moved = false;
-  for (int p = 0; p < info_.world_size && !failure_; ++p) {
+  // After a failure the receives stay posted until the exit and what arrives is dropped: a
+  // peer's header or abort sent to a rank that stopped listening would never be matched, and
+  // with OpenMPI's shared-memory transport such a send can stay incomplete, so that the peer's
+  // exit has to call MPI_Abort.
+  for (int p = 0; p < info_.world_size; ++p) {
     PeerControl& pc = peers_[p];
     while (pc.request != MPI_REQUEST_NULL) {
       int done = 0;
       int rc = MPI_Test(&pc.request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {
+        pc.request = MPI_REQUEST_NULL;
         fail(fmt::format("receiving control messages from rank {} failed: {}", p, mpi_error(rc)),
              nullptr);
         return true;
@@ -113,10 +118,13 @@ bool MpiEngine::progress_control() {
       if (m.type == ControlType::Abort) {
         // Nothing more comes from this peer; its earlier headers are still checked first.
         if (!peer_abort_) peer_abort_ = fmt::format("rank {} failed: {}", p, text_of(m));
+        pc.aborted = true;
         break;
       }
-      pc.headers.push_back(m);
-      pc.last = m;
+      if (!failure_) {
+        pc.headers.push_back(m);
+        pc.last = m;
+      }
       post_control_recv(p);
     }
   }
@@ -331,8 +339,9 @@ void MpiEngine::fail(const std::string& cause, const Item* culprit) {
   if (failure_) return;
   failure_ = cause;
   failed_ = true;
+  // A peer that sent an abort knows, and may be in its exit, no longer listening.
   for (int p = 0; p < info_.world_size; ++p) {
-    if (p != info_.rank) send_control(p, make_abort(cause));
+    if (p != info_.rank && !peers_[p].aborted) send_control(p, make_abort(cause));
   }
   auto fail_item = [&](std::unique_ptr<Item>& item) {
     item->state->fail(item.get() == culprit
@@ -355,13 +364,7 @@ void MpiEngine::fail(const std::string& cause, const Item* culprit) {
   for (auto& item : p2p_) fail_item(item);
   collectives_.clear();
   p2p_.clear();
-  for (auto& pc : peers_) {
-    if (pc.request != MPI_REQUEST_NULL) {
-      MPI_Cancel(&pc.request);
-      MPI_Wait(&pc.request, MPI_STATUS_IGNORE);
-    }
-    pc.headers.clear();
-  }
+  for (auto& pc : peers_) pc.headers.clear();  // the receives stay posted: progress_control()
 }
 
 }  // namespace ath::dist::detail

@@ -104,7 +104,8 @@ TEST(DistFault, DISABLED_RecvWithoutSend) {
     EXPECT_NE(e.find("recv 'activations' from rank 1"), std::string::npos) << e;
     EXPECT_NE(e.find("timed out"), std::string::npos) << e;
   }
-  // Rank 1 sends nothing; its next collective learns of rank 0's failure.
+  // Rank 1 sends nothing; its next collective learns of rank 0's failure (with 3 ranks, so does
+  // rank 2, and ranks 1 and 2 abort to each other: dist.mpi3.fault.RecvWithoutSend).
   std::this_thread::sleep_for(kDeadline + std::chrono::seconds(1));
   const std::string e = error_of(comm.barrier("end", {kDeadline}));
   EXPECT_NE(e.find("barrier 'end'"), std::string::npos) << e;
