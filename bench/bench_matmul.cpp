@@ -1,6 +1,6 @@
 // SGEMM: athanor's mm against a direct oneDNN matmul call (primitive built once, buffers
 // allocated once) on the same shapes (M x K x N: 256^3, 1024^3 and the workloads' products),
-// on 2 threads.
+// on 2 threads; and W4's products with operands warm in cache against cold (sgemm_cold).
 //
 //   ./build/bench/bench_matmul                        # 3 rounds per size, then the summary
 //   ./build/bench/bench_matmul --rounds=5 --benchmark_min_time=1
@@ -72,17 +72,50 @@ void sgemm_pair(benchmark::State& state) {
   state.counters["ratio"] = t_theirs / t_ours;
 }
 
+// W4's products as its training step runs them, operands warm in cache against operands cold:
+// the first call of each pair reads operands used a moment before, the second reads them after a
+// 64 MB buffer was written (untimed), as a step reads activations saved in its forward or
+// written several ops back. `transposed` reads the left operand through a transposed view (the
+// weight gradient's g^T). Explains why a step's products run below the SGEMM rate.
+void sgemm_cold(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool transposed = state.range(3) != 0;
+  ath::set_num_threads(kThreads);
+  ath::Tensor a =
+      transposed ? ath::bench::random_normal({k, m}, 1).t() : ath::bench::random_normal({m, k}, 1);
+  ath::Tensor b = ath::bench::random_normal({k, n}, 2);
+  std::vector<float> evict(std::size_t{64} << 20 >> 2, 1.0f);  // 64 MB: past L2, most of L3's share
+  for (int i = 0; i < 3; ++i) ath::mm(a, b);
+  double t_warm = 0, t_cold = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    benchmark::DoNotOptimize(ath::mm(a, b).data_ptr());
+    auto t1 = Clock::now();
+    for (float& v : evict) v += 1.0f;
+    benchmark::ClobberMemory();
+    auto t2 = Clock::now();
+    benchmark::DoNotOptimize(ath::mm(a, b).data_ptr());
+    auto t3 = Clock::now();
+    t_warm += std::chrono::duration<double>(t1 - t0).count();
+    t_cold += std::chrono::duration<double>(t3 - t2).count();
+  }
+  const double flops = 2.0 * double(m) * double(k) * double(n) * double(state.iterations());
+  state.counters["warm_GFLOP/s"] = flops / t_warm / 1e9;
+  state.counters["cold_GFLOP/s"] = flops / t_cold / 1e9;
+  state.counters["cold/warm"] = t_warm / t_cold;
+}
+
 // Collects the counters per size while printing as usual.
 class Collector : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      const std::string name = r.benchmark_name();  // sgemm/round<r>/<m>/<k>/<n>/real_time
+      // <sgemm or sgemm_cold>/round<r>/<m>/<k>/<n>[/<transposed>]/real_time
+      const std::string name = r.benchmark_name();
       std::string shape = name.substr(name.find('/', name.find("/round") + 1) + 1);
-      shape = shape.substr(0, shape.rfind('/'));
-      for (const char* k : {"athanor_GFLOP/s", "onednn_GFLOP/s", "ratio"})
-        results[shape][k].push_back(r.counters.at(k).value);
+      shape = name.substr(0, name.find('/')) + "/" + shape.substr(0, shape.rfind('/'));
+      for (const auto& [k, v] : r.counters) results[shape][k].push_back(v.value);
     }
   }
   std::map<std::string, std::map<std::string, std::vector<double>>> results;
@@ -100,9 +133,19 @@ int main(int argc, char** argv) {
   const std::vector<std::vector<int64_t>> shapes{
       {256, 256, 256}, {1024, 1024, 1024}, {128, 784, 512}, {512, 128, 784},
       {32, 256, 1024}, {2048, 64, 1024},   {2048, 128, 384}};
+  // W4's step (batch 16 x 128 tokens, width 128, feed-forward 512): the feed-forward's second
+  // linear forward, its input gradient, and its weight gradient g^T x.
+  const std::vector<std::vector<int64_t>> cold_shapes{
+      {2048, 512, 128, 0}, {2048, 128, 512, 0}, {128, 2048, 512, 1}};
   for (int r = 0; r < rounds; ++r) {
     for (const auto& shape : shapes) {
       benchmark::RegisterBenchmark(fmt::format("sgemm/round{}", r).c_str(), sgemm_pair)
+          ->Args(shape)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    for (const auto& shape : cold_shapes) {
+      benchmark::RegisterBenchmark(fmt::format("sgemm_cold/round{}", r).c_str(), sgemm_cold)
           ->Args(shape)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
@@ -115,11 +158,20 @@ int main(int argc, char** argv) {
   std::printf("\nhost: %s; SGEMM 512^3 %.1f GFLOP/s\nmedians over %d rounds, %d threads:\n",
               host.isa.c_str(), host.sgemm_gflops, rounds, kThreads);
   for (const auto& shape : shapes) {
-    auto& r = collector.results[fmt::format("{}/{}/{}", shape[0], shape[1], shape[2])];
+    auto& r = collector.results[fmt::format("sgemm/{}/{}/{}", shape[0], shape[1], shape[2])];
     std::printf("SGEMM %14s: athanor mm %6.1f GFLOP/s, direct oneDNN %6.1f GFLOP/s, ratio %.3f\n",
                 fmt::format("{}x{}x{}", shape[0], shape[1], shape[2]).c_str(),
                 ath::bench::median(r["athanor_GFLOP/s"]), ath::bench::median(r["onednn_GFLOP/s"]),
                 ath::bench::median(r["ratio"]));
+  }
+  for (const auto& shape : cold_shapes) {
+    auto& r =
+        collector
+            .results[fmt::format("sgemm_cold/{}/{}/{}/{}", shape[0], shape[1], shape[2], shape[3])];
+    std::printf("SGEMM %14s%s: operands warm %6.1f GFLOP/s, cold %6.1f GFLOP/s, cold/warm %.3f\n",
+                fmt::format("{}x{}x{}", shape[0], shape[1], shape[2]).c_str(),
+                shape[3] != 0 ? " (A^T)" : "      ", ath::bench::median(r["warm_GFLOP/s"]),
+                ath::bench::median(r["cold_GFLOP/s"]), ath::bench::median(r["cold/warm"]));
   }
   benchmark::Shutdown();
   return 0;
