@@ -12,8 +12,11 @@
 
 #include "athanor/core/parallel.h"
 #include "athanor/graph/passes.h"
+#include "athanor/ops/attention.h"
+#include "athanor/ops/conv_pool.h"
 #include "athanor/ops/creation.h"
 #include "athanor/ops/linalg.h"
+#include "athanor/ops/rnn_cells.h"
 #include "athanor/tensor/grad_mode.h"
 
 namespace ath::graph {
@@ -63,11 +66,31 @@ bool can_pair(const Node& n) {
          !n.outputs.empty();
 }
 
+namespace {
+
+// self_attention's products (2 a head: q k^T, then the probabilities times v) or its
+// gradient's (5: q k^T again, dy v^T, dS k, dS^T q, P^T dy), each 2 d multiply-adds per
+// (query, key) pair it computes: all L^2 pairs, or the L (L + 1) / 2 a causal mask keeps.
+double attention_flops(const Graph& g, const Node& n, int products) {
+  const auto* a = static_cast<const SelfAttentionAttrs*>(n.attrs.get());
+  const Shape& x = g.value(n.inputs.back()).meta.shape;  // the packed projection [d0, d1, 3E]
+  if (x.size() != 3 || a->heads <= 0) return 0;
+  const auto len = static_cast<double>(a->batch_first ? x[1] : x[0]);
+  const auto batch = static_cast<double>(a->batch_first ? x[0] : x[1]);
+  const double e = static_cast<double>(x[2]) / 3.0;
+  const double pairs = a->causal ? len * (len + 1) / 2 : len * len;
+  return products * 2.0 * pairs * e * batch;  // heads x head dim = E
+}
+
+}  // namespace
+
 NodeWork node_work(const Graph& g, const Node& n) {
   NodeWork w;
   if (n.op->kind == OpKind::View) return w;
   for (ValueId in : n.inputs) w.bytes += value_bytes(g.value(in));
   for (ValueId out : n.outputs) w.bytes += value_bytes(g.value(out));
+  if (n.op == &op_self_attention()) w.flops = attention_flops(g, n, 2);
+  if (n.op == &op_self_attention_backward()) w.flops = attention_flops(g, n, 5);
   if (n.inputs.size() < 2 || n.outputs.empty()) return w;
   const Shape& x = g.value(n.inputs[0]).meta.shape;
   const Shape& wt = g.value(n.inputs[1]).meta.shape;
@@ -84,6 +107,33 @@ NodeWork node_work(const Graph& g, const Node& n) {
   } else if (op == "convolution_backward_weight" && wt.size() == 4 && wt[1] > 0) {
     // inputs (x, grad_out): grad_weight's elements times the grad_out positions per channel
     w.flops = 2.0 * out_n * static_cast<double>(numel(wt)) / static_cast<double>(wt[1]);
+  } else if (op == "addmm" && n.inputs.size() == 3 && !wt.empty()) {
+    w.flops = 2.0 * out_n * static_cast<double>(wt.back());  // (bias, a, b)
+  } else if ((op == "lstm_sequence" || op == "gru_sequence") && wt.size() == 2) {
+    // (xg [.., gates x H], w_hh [gates x H, H]): every step's gates from h, K = H
+    w.flops = 2.0 * static_cast<double>(numel(x)) * static_cast<double>(wt[1]);
+  } else if (op == "lstm_sequence_backward" || op == "gru_sequence_backward") {
+    // (d_output [.., H], ..., w_hh): the gates' gradient times w_hh at every step, and (unless
+    // not asked for) the weight gradient, one more product of the same size
+    const Shape& whh = g.value(n.inputs[op == "lstm_sequence_backward" ? 3 : 2]).meta.shape;
+    const auto* a = static_cast<const RnnSequenceBackwardAttrs*>(n.attrs.get());
+    if (whh.size() == 2 && whh[1] > 0) {
+      const double steps_rows = static_cast<double>(numel(x)) / static_cast<double>(whh[1]);
+      w.flops = (a->need_w_hh ? 2.0 : 1.0) * 2.0 * steps_rows * static_cast<double>(numel(whh));
+    }
+  } else if ((op == "conv_relu_max_pool" || op == "conv_relu_max_pool_indices") && wt.size() == 4 &&
+             wt[0] > 0) {
+    // The convolution under the pool: its outputs are the pooled ones times the window.
+    const auto* a = static_cast<const ConvPoolAttrs*>(n.attrs.get());
+    const double positions = out_n * static_cast<double>(a->pool[0] * a->pool[1]);
+    w.flops = 2.0 * positions * static_cast<double>(numel(wt)) / static_cast<double>(wt[0]);
+  } else if (op == "conv_relu_max_pool_weight_grad" && out.size() == 4 && out[0] > 0) {
+    // (x, grad_pooled, ...) -> grad_weight: counted as the unfused weight gradient over every
+    // convolution output, though only each window's winner contributes
+    const auto* a = static_cast<const ConvPoolWeightGradAttrs*>(n.attrs.get());
+    const double positions = static_cast<double>(numel(wt)) *
+                             static_cast<double>(a->forward.pool[0] * a->forward.pool[1]);
+    w.flops = 2.0 * positions * out_n / static_cast<double>(out[0]);
   }
   return w;
 }

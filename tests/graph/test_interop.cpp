@@ -16,6 +16,9 @@
 #include "athanor/graph/verify.h"
 #include "athanor/models/char_transformer.h"
 #include "athanor/models/fashion.h"
+#include "athanor/ops/attention.h"
+#include "athanor/ops/conv_pool.h"
+#include "athanor/ops/rnn_cells.h"
 #include "athanor/optim/adam.h"
 #include "graph_test_util.h"
 
@@ -211,6 +214,49 @@ TEST(InteropCost, RefusesPairsThatWouldLose) {
   EXPECT_EQ(refused.candidates, 1);
   // One thread: nothing to split.
   EXPECT_EQ(schedule_interop(g, {.costs = {.margin = -100.0, .threads = 1}}).candidates, 0);
+}
+
+// The work the model (and the profile's limits) count: a product's 2 M N K, each input and
+// output once; self_attention's products over the (query, key) pairs it computes, half of them
+// (with the diagonal) under a causal mask, and five products for its gradient.
+TEST(InteropCost, NodeWorkCountsProductsAttentionAndBytes) {
+  Graph g;
+  const ValueId a = g.add_argument({{32, 64}, kFloat32});
+  const ValueId b = g.add_argument({{64, 16}, kFloat32});
+  g.add_node(op_mm(), NoAttrs{}, {a, b});
+  const ValueId x = g.add_argument({{2, 16, 3 * 8}, kFloat32});  // batch 2, length 16, E = 8
+  g.add_node(op_self_attention(), SelfAttentionAttrs{.heads = 2, .causal = true}, {x});
+  g.add_node(op_self_attention(), SelfAttentionAttrs{.heads = 2}, {x});
+  const ValueId dy = g.add_argument({{2, 16, 8}, kFloat32});
+  g.add_node(op_self_attention_backward(), SelfAttentionAttrs{.heads = 2, .causal = true}, {dy, x});
+  g.add_node(op_exp(), NoAttrs{}, {a});
+  const NodeWork mm = node_work(g, g.nodes[0]);
+  EXPECT_EQ(mm.flops, 2.0 * 32 * 64 * 16);
+  EXPECT_EQ(mm.bytes, 4.0 * (32 * 64 + 64 * 16 + 32 * 16));
+  // products x 2 FLOPs x (query, key) pairs x E (heads x head dim) x batch
+  EXPECT_EQ(node_work(g, g.nodes[1]).flops, 2 * 2.0 * (16 * 17 / 2) * 8 * 2);
+  EXPECT_EQ(node_work(g, g.nodes[2]).flops, 2 * 2.0 * (16 * 16) * 8 * 2);
+  EXPECT_EQ(node_work(g, g.nodes[3]).flops, 5 * 2.0 * (16 * 17 / 2) * 8 * 2);
+  EXPECT_EQ(node_work(g, g.nodes[3]).bytes, 4.0 * (2 * 16 * 8 + 2 * 2 * 16 * 24));
+  EXPECT_EQ(node_work(g, g.nodes[4]).flops, 0.0);
+  EXPECT_EQ(node_work(g, g.nodes[4]).bytes, 4.0 * 2 * 32 * 64);
+
+  // addmm: its product; an LSTM sequence: every step's gates from h ([T=5, B=3, 4H=24] by
+  // [24, H=6]); the fused first layer: the convolution under its 2x2 pool (1 -> 4 channels,
+  // 3x3, padding 1, on 8x8: 64 positions, 16 after the pool).
+  const ValueId bias = g.add_argument({{16}, kFloat32});
+  g.add_node(op_addmm(), AddmmAttrs{}, {bias, a, b});
+  EXPECT_EQ(node_work(g, g.nodes[5]).flops, 2.0 * 32 * 64 * 16);
+  const ValueId xg = g.add_argument({{5, 3, 24}, kFloat32});
+  const ValueId whh = g.add_argument({{24, 6}, kFloat32});
+  const ValueId h0 = g.add_argument({{3, 6}, kFloat32});
+  g.add_node(op_lstm_sequence(), RnnSequenceAttrs{}, {xg, whh, h0, h0});
+  EXPECT_EQ(node_work(g, g.nodes[6]).flops, 2.0 * 5 * 3 * 24 * 6);
+  const ValueId img = g.add_argument({{2, 1, 8, 8}, kFloat32});
+  const ValueId filt = g.add_argument({{4, 1, 3, 3}, kFloat32});
+  const ConvPoolAttrs pool{.conv = {.pad_l = {1, 1}, .pad_r = {1, 1}}};
+  g.add_node(op_conv_relu_max_pool_indices(), pool, {img, filt});
+  EXPECT_EQ(node_work(g, g.nodes[7]).flops, 2.0 * (2 * 4 * 8 * 8) * 9);
 }
 
 // W4's step at its benchmark size: with the quiet defaults (all threads nearly twice as fast as

@@ -27,7 +27,8 @@
 // - Candidates: for a node i, each node j up to `window` nodes later that depends on nothing in
 //   [i, j) but cheap nodes that i does not reach (views, mostly); those move before i and j
 //   right after it, which keeps every dependency's order.
-// - Cost: each node's work is its FLOPs (mm, matmul, linear, convolution and its backward) and
+// - Cost: each node's work is its FLOPs (matrix products, convolutions and their weight
+//   gradients, fused first layers, attention and recurrent sequences, and their backwards) and
 //   the bytes it reads and writes. On one thread it takes flops / gemm_1 + bytes / bw_1; on all
 //   threads flops / gemm_n + bytes / bw_n plus a parallel region's overhead. Run together, a
 //   pair takes the longer of the two on one thread, but no less than both nodes' work at the
@@ -69,7 +70,7 @@ struct InteropCosts {
 };
 
 struct NodeWork {
-  double flops = 0;  // matrix-product and convolution work
+  double flops = 0;  // matrix-product work (products, convolutions, attention, RNN steps)
   double bytes = 0;  // bytes read and written
 };
 NodeWork node_work(const Graph& g, const Node& n);
