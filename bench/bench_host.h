@@ -5,6 +5,7 @@
 //
 //   ATH_BENCHMARK_MAIN()              // Google Benchmark executables: host context + run
 //   HostInfo h = measure_host(2);     // other executables: h.isa, h.sgemm_gflops
+//   double bw = measure_read_bandwidth(2);  // bytes/s read from memory
 //
 // The Google Benchmark executables run on ATH_BENCH_THREADS threads (default 2).
 #pragma once
@@ -19,6 +20,7 @@
 
 #include "athanor/athanor.h"
 #include "athanor/core/cpu_isa.h"
+#include "athanor/core/parallel.h"
 
 namespace ath::bench {
 
@@ -79,6 +81,40 @@ inline HostInfo measure_host(int threads) {
   }
   set_num_threads(saved);
   return {.isa = cpu_isa_description(), .sgemm_gflops = 2.0 * n * n * n / best / 1e9};
+}
+
+// The read bandwidth from memory on `threads` threads, in bytes/s: the best of several passes
+// over 64 MB (past any core's cache share), each thread summing its half with 16 independent
+// accumulators, so that memory and not one add chain's latency limits it.
+inline double measure_read_bandwidth(int threads) {
+  const int saved = get_num_threads();
+  set_num_threads(threads);
+  constexpr int64_t n = int64_t{16} << 20;  // floats
+  std::vector<float> data(static_cast<std::size_t>(n), 1.0f);
+  std::vector<float> sums(static_cast<std::size_t>(threads));
+  double best = 1e30;
+  for (int pass = 0; pass < 8; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ath::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        float acc[16] = {};
+        int64_t i = lo;
+        for (; i + 16 <= hi; i += 16)
+          for (int l = 0; l < 16; ++l) acc[l] += data[static_cast<std::size_t>(i + l)];
+        for (; i < hi; ++i) acc[0] += data[static_cast<std::size_t>(i)];
+        float s = 0;
+        for (float v : acc) s += v;
+        sums[static_cast<std::size_t>(t)] = s;
+      }
+    });
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  set_num_threads(saved);
+  volatile float sink = sums[0];  // keeps the loop
+  (void)sink;
+  return static_cast<double>(n) * sizeof(float) / best;
 }
 
 }  // namespace ath::bench

@@ -25,7 +25,8 @@
 // --ab N --ab-disable-pass NAME: as --interop-ab (below), for any passes: the compiled step as
 // configured and with NAME (repeatable) also off, in alternating blocks of N steps.
 // --profile: times every node of the compiled step's replays (graph/profile.h) and prints the
-// time per op and the costliest nodes to stderr.
+// time per op and the costliest nodes to stderr, each with its distance from the machine's
+// limits: the SGEMM rate and the read bandwidth, both measured after the run.
 // --calibrate-interop: measures the rates of the inter-op cost model (InteropCosts) and exits.
 // seed: the initialisation's (default 0); precision: 32-true (default), bf16-mixed, 16-mixed,
 // bf16-true — the Trainer's precision plugin (train/mixed_precision.h) drives the step, as in fit.
@@ -386,11 +387,14 @@ int main(int argc, char** argv) {
   if (compiled_step && interop_report && compiled_step->pass_report() != nullptr)
     std::fprintf(stderr, "%s",
                  compiled_step->pass_report()->interop.report(*compiled_step->graph()).c_str());
-  if (compiled_step && profile && compiled_step->executor() != nullptr)
-    std::fprintf(
-        stderr, "%s",
-        graph::profile_report(*compiled_step->graph(), compiled_step->executor()->profile())
-            .c_str());
+  if (compiled_step && profile && compiled_step->executor() != nullptr) {
+    const graph::MachineLimits limits{.gemm_flops = host.sgemm_gflops * 1e9,
+                                      .bytes_per_s = bench::measure_read_bandwidth(threads)};
+    std::fprintf(stderr, "%s",
+                 graph::profile_report(*compiled_step->graph(),
+                                       compiled_step->executor()->profile(), 15, limits)
+                     .c_str());
+  }
   if (compiled_step) {
     for (const std::string& d : compiled_step->stats().diagnostics)
       std::fprintf(stderr, "compile: %s\n", d.c_str());

@@ -77,5 +77,46 @@ TEST(Profile, APairIsOneIntervalChargedToItsFirstNode) {
   EXPECT_NE(profile_report(g, p).find("mm (pair)"), std::string::npos);
 }
 
+// With the machine's limits, each op and node gets its rates and its distance from its floor.
+// A hand-made profile, so the figures are exact: a 128^3 product in 1 ms, an exp of 8 floats in
+// 0.1 ms, a run of 1.2 ms; a GEMM rate of 8.388608 GFLOP/s (the product's 4.194304 MFLOP in
+// 0.5 ms) and 1 GB/s.
+TEST(Profile, LimitsGiveEachKernelsRateAndTheRunsFloor) {
+  Graph g;
+  const ValueId a = g.add_argument({{128, 128}, kFloat32});
+  const ValueId s = g.add_argument({{8}, kFloat32});
+  const ValueId m = g.add_node(op_mm(), NoAttrs{}, {a, a})[0];
+  const ValueId e = g.add_node(op_exp(), NoAttrs{}, {s})[0];
+  g.outputs = {m, e};
+  NodeProfile p{
+      .seconds = {1e-3, 1e-4}, .paired = {false, false}, .runs = 1, .run_seconds = 1.2e-3};
+  const MachineLimits limits{.gemm_flops = 8.388608e9, .bytes_per_s = 1e9};
+  const std::string report = profile_report(g, p, 2, limits);
+  // mm: 4.2 GFLOP/s, half the GEMM rate; its 196,608 bytes at 0.2 GB/s; floor 0.5 ms of 1 ms.
+  EXPECT_NE(report.find("      4.2   50.0%      0.2   50.0%"), std::string::npos) << report;
+  // exp: no products; 64 bytes in 0.1 ms, its floor 64 ns.
+  EXPECT_NE(report.find("        -       -      0.0    0.1%"), std::string::npos) << report;
+  EXPECT_NE(report.find("products: 1000.0 us (83.3%) at 4.2 GFLOP/s, 50.0% of the GEMM rate"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("floor: 500.1 us per run"), std::string::npos) << report;
+  EXPECT_NE(report.find("the run took 2.40x that"), std::string::npos) << report;
+  // The costliest node's line carries the same columns.
+  EXPECT_NE(report.find("   50.0%      0.2   50.0%  [0] %2 = mm(%0, %0) f32[128,128]"),
+            std::string::npos)
+      << report;
+  // Without limits, no rate columns.
+  EXPECT_EQ(profile_report(g, p, 2).find("GFLOP/s"), std::string::npos);
+
+  // Run as a pair, the interval holds both nodes' work: the floor of the two together is the
+  // product's 0.5 ms (their 196,672 bytes take 0.2 ms), counted once.
+  const NodeProfile pair{
+      .seconds = {1e-3, 0.0}, .paired = {true, false}, .runs = 1, .run_seconds = 1.2e-3};
+  const std::string paired = profile_report(g, pair, 2, limits);
+  EXPECT_NE(paired.find("mm (pair)"), std::string::npos) << paired;
+  EXPECT_NE(paired.find("floor: 500.0 us per run"), std::string::npos) << paired;
+  EXPECT_NE(paired.find("the other nodes: 0.0 us"), std::string::npos) << paired;
+}
+
 }  // namespace
 }  // namespace ath::graph

@@ -14,6 +14,9 @@
 //   assert(p.runs == 3 && p.seconds.size() == g.nodes.size());
 //   std::string report = graph::profile_report(g, p);  // per op, then the costliest nodes
 //   assert(report.find("relu") != std::string::npos);
+//   // With the machine's GEMM rate and bandwidth: each kernel's distance from its limit.
+//   report = graph::profile_report(g, p, 15, {.gemm_flops = 300e9, .bytes_per_s = 30e9});
+//   assert(report.find("GFLOP/s") != std::string::npos);
 //
 // Timing is per node, around its kernel call, on the calling thread: a pair of nodes run at the
 // same time (graph/interop.h) is one interval, charged to its first node and counted as a pair.
@@ -43,8 +46,23 @@ struct OpTime {
 };
 std::vector<OpTime> profile_by_op(const Graph& graph, const NodeProfile& profile);
 
+// The machine's limits, to say how far each kernel is from its own: matrix products,
+// convolutions and attention against the GEMM rate, every node's bytes against the memory
+// bandwidth (benchmarks measure both in the same run: bench/bench_host.h).
+struct MachineLimits {
+  double gemm_flops = 0;   // FLOP/s of a large float32 GEMM on the threads the graph runs on
+  double bytes_per_s = 0;  // read bandwidth from memory on those threads
+  bool known() const { return gemm_flops > 0 && bytes_per_s > 0; }
+};
+
 // A table of time per run by op (total, share, node count), then the `top` costliest nodes with
 // their text form. Shares are of run_seconds; the executor's own time is the rest.
-std::string profile_report(const Graph& graph, const NodeProfile& profile, int top = 15);
+// With limits, each op and node also gets its rate: GFLOP/s and the share of the GEMM rate for
+// the nodes that compute products (graph::node_work's FLOPs), and GB/s and the share of the
+// bandwidth for the bytes every node reads and writes (each input and output once: a floor on
+// its traffic). Then the floor of the whole run: every product at the GEMM rate, every other
+// node at the bandwidth, and how far the run is above it.
+std::string profile_report(const Graph& graph, const NodeProfile& profile, int top = 15,
+                           const MachineLimits& limits = {});
 
 }  // namespace ath::graph
