@@ -84,7 +84,7 @@ inline HostInfo measure_host(int threads) {
 }
 
 // The read bandwidth from memory on `threads` threads, in bytes/s: the best of several passes
-// over 64 MB (past any core's cache share), each thread summing its half with 16 independent
+// over 64 MB (past any core's cache share), each thread summing its share with 16 independent
 // accumulators, so that memory and not one add chain's latency limits it.
 inline double measure_read_bandwidth(int threads) {
   const int saved = get_num_threads();
