@@ -12,6 +12,11 @@ namespace ath::graph {
 
 namespace {
 
+// The name a node's time is listed under: its op's, "(pair)" when it ran first of a pair.
+std::string op_key(const Graph& graph, const NodeProfile& profile, std::size_t k) {
+  return graph.nodes[k].op->name + (profile.paired[k] ? " (pair)" : "");
+}
+
 // A node's work, with its partner's when it ran first of a pair (its time holds both).
 NodeWork timed_work(const Graph& graph, const NodeProfile& profile, std::size_t k) {
   NodeWork w = node_work(graph, graph.nodes[k]);
@@ -45,7 +50,7 @@ std::vector<OpTime> profile_by_op(const Graph& graph, const NodeProfile& profile
   const double runs = static_cast<double>(std::max<int64_t>(profile.runs, 1));
   std::map<std::string, OpTime> by_op;
   for (std::size_t k = 0; k < profile.seconds.size(); ++k) {
-    const std::string name = graph.nodes[k].op->name + (profile.paired[k] ? " (pair)" : "");
+    const std::string name = op_key(graph, profile, k);
     OpTime& t = by_op[name];
     t.op = name;
     t.seconds_per_run += profile.seconds[k] / runs;
@@ -68,14 +73,14 @@ std::string profile_report(const Graph& graph, const NodeProfile& profile, int t
   for (const double s : profile.seconds) in_nodes += s;
   auto share = [&](double s) { return per_run > 0 ? 100.0 * s / per_run : 0.0; };
   const bool rates = limits.known();
-  // Work per op (the same keys as profile_by_op), for the rate columns.
+  // Work per op (profile_by_op's keys), for the rate columns.
   std::map<std::string, NodeWork> op_work;
   std::vector<NodeWork> work(profile.seconds.size());
   for (std::size_t k = 0; rates && k < profile.seconds.size(); ++k) {
     // The second node of a pair has no time of its own: its work is counted with the first's.
     if (k > 0 && profile.paired[k - 1]) continue;
     work[k] = timed_work(graph, profile, k);
-    NodeWork& w = op_work[graph.nodes[k].op->name + (profile.paired[k] ? " (pair)" : "")];
+    NodeWork& w = op_work[op_key(graph, profile, k)];
     w.flops += work[k].flops;
     w.bytes += work[k].bytes;
   }
