@@ -321,13 +321,16 @@ TEST(LSTM, ResultsDoNotDependOnTheThreadCount) {
   manual_seed(3);
   LSTM lstm({.input_size = 16, .hidden_size = 64, .batch_first = true, .bidirectional = true});
   GRU gru({.input_size = 16, .hidden_size = 64});
-  Tensor x = randn({40, 12, 16});  // batch >= 32: independent batch chunks (2 of 20 rows)
+  Tensor x = randn({40, 12, 16});     // batch >= 32: independent batch chunks (2 of 20 rows)
+  Tensor small = randn({8, 12, 16});  // one chunk: each step's product runs on all threads
   auto run = [&](int threads) {
     const int prev = get_num_threads();
     set_num_threads(threads);
     lstm.zero_grad();
     gru.zero_grad();
-    (lstm(x).pow(2).sum() + gru(x).pow(2).sum()).backward();
+    (lstm(x).pow(2).sum() + gru(x).pow(2).sum() + lstm(small).pow(2).sum() +
+     gru(small).pow(2).sum())
+        .backward();
     std::vector<std::vector<float>> out;
     for (const Tensor& p : lstm.parameters()) out.push_back(p.grad().to_vector<float>());
     for (const Tensor& p : gru.parameters()) out.push_back(p.grad().to_vector<float>());

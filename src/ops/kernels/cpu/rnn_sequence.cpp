@@ -1,7 +1,9 @@
 // CPU kernels for lstm_sequence, gru_sequence and their backward ops (float32, float64).
 //
 // Forward, per step (in processing order; `reverse` walks time backwards): one GEMM
-// h_prev [n, H] x W_hh^T [H, G] into an [n, G] scratch reused by every step, then the fused cell
+// h_prev [n, H] x W_hh^T [H, G] into an [n, G] scratch reused by every step (W_hh packed once
+// per call into oneDNN's blocked layout, repeated_gemm.h: at W3's shape the steps' products
+// took two thirds of the time they took reading W_hh in place), then the fused cell
 // (rnn_cell_math.h) reads that scratch and the step's rows of xg and writes the activated gates,
 // (LSTM) the cell state, and h_t straight into the output, whose rows are the next step's
 // h_prev. No per-step allocation; the GRU's b_hh is the GEMM's fused per-column bias.
@@ -9,10 +11,11 @@
 // Backward (backpropagation through time), per step from the last processed to the first: the
 // fused cell backward reads d_output's rows plus the recurrent carry and writes the step's gate
 // gradients into d_xg (the LSTM's, and the GRU's x side) - which is also the input projection's
-// gradient - then one GEMM [n, G] x W_hh [G, H] forms the carry for the step before. The weight
-// gradient is one GEMM over all steps afterwards: h_prev of every row gathered transposed into
-// [H, T*B], times the gate gradients [T*B, G] (K = T*B is large, so the GEMM runs near peak), and
-// the [H, G] result transposed into d_w_hh.
+// gradient - then one GEMM [n, G] x W_hh [G, H] forms the carry for the step before (W_hh
+// packed once per call for the LSTM; the GRU's adds a per-step matrix, so it runs gemm()). The
+// weight gradient is one GEMM over all steps afterwards: h_prev of every row gathered transposed
+// into [H, T*B], times the gate gradients [T*B, G] (K = T*B is large, so the GEMM runs near peak),
+// and the [H, G] result transposed into d_w_hh.
 //
 // Both directions run per batch chunk (n rows, see for_batch_chunks): each chunk runs the
 // whole sequence independently, so there is one parallel region per call, not two per step.
@@ -21,12 +24,13 @@
 //
 // Memory contract: inputs are read in place when their last dim is unit-stride (else copied
 // dense once); each output element is written once (d_w_hh and d_b_hh through one scratch
-// each). Scratch per chunk: [n, G] + a few [n, H]; the GRU backward adds its h-side gate
-// gradients [T, B, G]; the weight gradient [H, T*B] + [H, G]. Chunks depend on B alone, GEMMs
-// split rows and columns only and column sums run in row order, so results do not depend on
+// each). Scratch per chunk: [n, G] + a few [n, H] + the packed W_hh; the GRU backward adds its
+// h-side gate gradients [T, B, G]; the weight gradient [H, T*B] + [H, G]. Chunks depend on B alone,
+// GEMMs split rows and columns only and column sums run in row order, so results do not depend on
 // the thread count.
 #include "athanor/ops/rnn_cells.h"
 #include "common/register.h"
+#include "repeated_gemm.h"
 #include "rnn_cell_math.h"
 #include "rnn_sequence_common.h"
 
@@ -51,12 +55,13 @@ void lstm_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequenc
   const Tensor wt = rnn::transposed(in[1]);
   const T *h0p = ptr<T>(h0), *c0p = ptr<T>(c0);
   rnn::for_batch_chunks(B, [&](int64_t r0, int64_t n) {
+    const RepeatedGemm recurrent(n, wt, {}, order.steps);
     Tensor pre = empty({n, G}, in[0].dtype());
     T* pp = ptr<T>(pre);
     StepRows<T> h_rows(y, r0, n, H);
     for (int64_t s = 0; s < order.steps; ++s) {
       const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
-      gemm({.a = s == 0 ? rnn::row_block(h0, r0, n) : h_rows.operand(tp), .b = wt, .c = pre});
+      recurrent(s == 0 ? rnn::row_block(h0, r0, n) : h_rows.operand(tp), pre);
       parallel_for(0, n, rnn::row_grain(H), [&](int64_t i0, int64_t i1) {
         rnn::for_rows(i0, i1, [&](int64_t i) ATH_RNN_LAMBDA {
           const int64_t b = r0 + i;
@@ -94,6 +99,7 @@ void lstm_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
     Tensor dc[2] = {rnn::copy_of(rnn::row_block(dcn, r0, n)), empty({n, H}, w.dtype())};
     T* cp = ptr<T>(carry);
     int cur = 0;
+    const RepeatedGemm recurrent(n, w, {}, order.steps);
     StepRows<T> g_rows(dxg, r0, n, G);
     for (int64_t s = order.steps - 1; s >= 0; --s) {
       const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
@@ -110,7 +116,7 @@ void lstm_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
         });
       });
       cur = 1 - cur;
-      gemm({.a = g_rows.operand(t), .b = w, .c = carry});
+      recurrent(g_rows.operand(t), carry);
     }
     std::memcpy(ptr<T>(out[2]) + r0 * H, cp, carry.nbytes());
     std::memcpy(ptr<T>(out[3]) + r0 * H, dc[cur].data_ptr(), carry.nbytes());
@@ -131,15 +137,13 @@ void gru_sequence_kernel(TensorSpan in, std::span<Tensor> out, const RnnSequence
   const Tensor wt = rnn::transposed(in[1]);
   const T* h0p = ptr<T>(h0);
   rnn::for_batch_chunks(B, [&](int64_t r0, int64_t n) {
+    const RepeatedGemm recurrent(n, wt, b_hh, order.steps);
     Tensor hg = empty({n, G}, in[0].dtype());
     T* hgp = ptr<T>(hg);
     StepRows<T> h_rows(y, r0, n, H);
     for (int64_t s = 0; s < order.steps; ++s) {
       const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
-      gemm({.a = s == 0 ? rnn::row_block(h0, r0, n) : h_rows.operand(tp),
-            .b = wt,
-            .c = hg,
-            .bias = b_hh});
+      recurrent(s == 0 ? rnn::row_block(h0, r0, n) : h_rows.operand(tp), hg);
       parallel_for(0, n, rnn::row_grain(H), [&](int64_t i0, int64_t i1) {
         rnn::for_rows(i0, i1, [&](int64_t i) ATH_RNN_LAMBDA {
           const int64_t b = r0 + i;

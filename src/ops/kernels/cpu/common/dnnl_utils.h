@@ -69,7 +69,8 @@ enum class PrimKind : int64_t {
   ConvBlocked,  // inference, blocked layouts (conv_blocked_dnnl.cpp)
   LayoutReorder,
   PoolBlocked,
-  LinearPacked,  // inference, weight packed once (linear_packed_dnnl.cpp)
+  LinearPacked,    // inference, weight packed once (linear_packed_dnnl.cpp)
+  MatmulRepeated,  // a right operand packed once for many products (repeated_gemm.h)
 };
 
 // Made at every kernel call (a lookup), so its values live inline: no allocation unless a key
