@@ -16,14 +16,20 @@
 
 namespace ath::kernels {
 
-// t itself when contiguous, else a contiguous copy made by the clone kernel directly: a kernel's
-// scratch copy must not be recorded by autograd or seen by a tracer.
-inline Tensor dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor out = empty(t.shape(), t.dtype());
+// Copies t into out (contiguous, t's shape and dtype) by the clone kernel directly: a kernel's
+// scratch copy must not be recorded by autograd or seen by a tracer. A transposed t takes the
+// clone kernel's tiled register transposes.
+inline void dense_into(const Tensor& t, Tensor& out) {
   auto kernel = op_clone().typed_kernel(DeviceType::CPU, t.dtype());
   Tensor in[1] = {t};
   kernel(TensorSpan(in), std::span<Tensor>(&out, 1), NoAttrs{});
+}
+
+// t itself when contiguous, else a contiguous copy (dense_into).
+inline Tensor dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = empty(t.shape(), t.dtype());
+  dense_into(t, out);
   return out;
 }
 
