@@ -59,6 +59,25 @@ TEST(RepeatedGemm, MatchesFloat64ForEachLayoutRowCountAndBias) {
       }
 }
 
+// The GRU backward's form: every call adds a matrix of its own (a post-op when packed, a
+// prefilled sum when not).
+TEST(RepeatedGemm, AddsEachCallsAddend) {
+  manual_seed(3);
+  const Tensor b = randn({96, 48});
+  for (int64_t calls : {int64_t{2}, int64_t{16}}) {
+    SCOPED_TRACE(::testing::Message() << "calls " << calls);
+    const RepeatedGemm product(7, b, {}, calls, /*with_addend=*/true);
+    for (int call = 0; call < 3; ++call) {
+      const Tensor a = randn({7, 96}), addend = randn({7, 48}), c = empty({7, 48});
+      product(a, c, addend);
+      std::vector<double> want = reference(a, b, {});
+      const std::vector<double> add = testing::values(addend);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += add[i];
+      expect_matches(c, want);
+    }
+  }
+}
+
 TEST(RepeatedGemm, FewCallsAndFloat64RunThePlainProduct) {
   manual_seed(1);
   const Tensor b = right_operand(true, 32, 48), a = randn({5, 32});
@@ -98,11 +117,16 @@ TEST(RepeatedGemm, SameBitsWhateverTheThreadCount) {
   EXPECT_EQ(one, run(2, true));
 }
 
-TEST(RepeatedGemm, StridedRowsAreRefused) {
+TEST(RepeatedGemm, BadOperandsAreRefused) {
   const Tensor b = randn({16, 24});
-  const RepeatedGemm product(4, b, {}, 8);
-  const Tensor a = randn({4, 32}).narrow(1, 0, 16), c = empty({4, 24});
-  testing::expect_error_naming([&] { product(a, c); }, "repeated matrix product");
+  const RepeatedGemm product(4, b, {}, 8), adding(4, b, {}, 8, /*with_addend=*/true);
+  const Tensor a = randn({4, 16}), c = empty({4, 24});
+  const Tensor strided = randn({4, 32}).narrow(1, 0, 16);
+  testing::expect_error_naming([&] { product(strided, c); }, "repeated matrix product");
+  testing::expect_error_naming([&] { product(a, c, randn({4, 24})); }, "addend");
+  testing::expect_error_naming([&] { adding(a, c); }, "addend");
+  testing::expect_error_naming([&] { adding(a, c, randn({4, 23})); }, "addend");
+  testing::expect_error_naming([&] { RepeatedGemm(4, b, randn({24}), 8, true); }, "not both");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// c = a @ b (+ bias) for a run of products that share the right operand b and the shape of a:
-// the recurrent weight that every time step of an RNN multiplies by (rnn_sequence.cpp).
+// c = a @ b (+ bias or + a per-call addend) for a run of products that share the right operand b
+// and the shape of a: the recurrent weight that every time step of an RNN multiplies by
+// (rnn_sequence.cpp).
 //
 //   RepeatedGemm step(rows, w.t());           // packs w^T once
 //   for (t...) step(h_prev[t], gates[t]);     // each call reads the packed copy
@@ -13,9 +14,9 @@
 //
 // Memory contract: the constructor reads b once into a packed copy (the operand's size,
 // allocated from athanor's allocator) and keeps it until destruction; each call reads a, the
-// packed copy and bias, and writes every element of c once. Float32 only packs; other dtypes,
-// and multi-threaded calls where oneDNN has no brgemm kernel (its gemm:jit fallback may split
-// K across threads, so sums would depend on the thread count), run gemm() with b as given.
+// packed copy and bias or addend, and writes every element of c once. Float32 only packs; other
+// dtypes, and multi-threaded calls where oneDNN has no brgemm kernel (its gemm:jit fallback may
+// split K across threads, so sums would depend on the thread count), run gemm() with b as given.
 #pragma once
 
 #include <memory>
@@ -32,16 +33,21 @@ class RepeatedGemm {
   static constexpr int64_t kMinCalls = 4;
 
   // rows: a's row count in every call; b [K, N] (any strides); bias [N] or undefined; calls: how
-  // many products will run (packs only from kMinCalls on). Built on the thread that runs it.
-  RepeatedGemm(int64_t rows, const Tensor& b, const Tensor& bias, int64_t calls);
-  // a [rows, K] with unit-stride rows, c [rows, N] contiguous (not aliasing a).
-  void operator()(const Tensor& a, const Tensor& c) const;
+  // many products will run (packs only from kMinCalls on); with_addend: every call adds a
+  // matrix of its own (the GRU backward's direct gradient), not with a bias. Built on the
+  // thread that runs it.
+  RepeatedGemm(int64_t rows, const Tensor& b, const Tensor& bias, int64_t calls,
+               bool with_addend = false);
+  // c = a @ b (+ bias) (+ addend): a [rows, K] with unit-stride rows, c [rows, N] contiguous
+  // (not aliasing a), addend [rows, N] contiguous, given exactly when with_addend.
+  void operator()(const Tensor& a, const Tensor& c, const Tensor& addend = {}) const;
 
  private:
   Tensor b_, bias_;
   std::shared_ptr<const PackedEntry> entry_;  // null: run gemm()
   Tensor packed_;                             // b in entry_->weights' layout
   int threads_ = 0;                           // what entry_ was built for (1 or the current)
+  bool with_addend_ = false;
 };
 
 }  // namespace ath::kernels

@@ -12,7 +12,7 @@
 // fused cell backward reads d_output's rows plus the recurrent carry and writes the step's gate
 // gradients into d_xg (the LSTM's, and the GRU's x side) - which is also the input projection's
 // gradient - then one GEMM [n, G] x W_hh [G, H] forms the carry for the step before (W_hh
-// packed once per call for the LSTM; the GRU's adds a per-step matrix, so it runs gemm()). The
+// packed once per call; the GRU's adds the step's direct gradient as a post-op). The
 // weight gradient is one GEMM over all steps afterwards: h_prev of every row gathered transposed
 // into [H, T*B], times the gate gradients [T*B, G] (K = T*B is large, so the GEMM runs near peak),
 // and the [H, G] result transposed into d_w_hh.
@@ -199,6 +199,7 @@ void gru_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
     Tensor carry = rnn::copy_of(rnn::row_block(dhn, r0, n)), direct = empty({n, H}, w.dtype());
     T *cp = ptr<T>(carry), *dp = ptr<T>(direct);
     StepRows<T> g_rows(dhg, r0, n, G);
+    const RepeatedGemm recurrent(n, w, {}, order.steps, /*with_addend=*/true);
     for (int64_t s = order.steps - 1; s >= 0; --s) {
       const int64_t t = order(s), tp = s > 0 ? order(s - 1) : -1;
       parallel_for(0, n, rnn::row_grain(H), [&](int64_t i0, int64_t i1) {
@@ -209,7 +210,7 @@ void gru_sequence_backward_kernel(TensorSpan in, std::span<Tensor> out,
                                          h_prev, dxg.row(t, b), dhg.row(t, b), dp + i * H);
         });
       });
-      gemm({.a = g_rows.operand(t), .b = w, .c = carry, .bias = direct});
+      recurrent(g_rows.operand(t), carry, direct);
     }
     std::memcpy(ptr<T>(out[3]) + r0 * H, cp, carry.nbytes());
   });
