@@ -86,6 +86,41 @@ ATH_ISA_BODY void product_tile(const float* const* a, int64_t as, const float* b
       vstore(out[r] + c0 + c * kLanes, mul != nullptr ? acc[r][c] * mul[r] : acc[r][c]);
 }
 
+// The same tile when row r's left operand is a0 + r * ra and its output out0 + r * ro: one
+// pointer and a stride instead of R of each, so the loop's addresses fit the general registers
+// (with R pointers of each, GCC kept some of them in vector registers and spilled an
+// accumulator to the stack in the loop).
+template <int W, int R, int C>
+ATH_ISA_BODY void product_tile_strided(const float* a0, int64_t ra, int64_t as, const float* b,
+                                       int64_t ldb, int64_t n, int64_t c0, const float* mul,
+                                       float* out0, int64_t ro) {
+  F16<W> acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = vsplat<W>(0.0f);
+  for (int64_t k = 0; k < n; ++k) {
+    const float* br = b + k * ldb + c0;
+    const float* ak = a0 + k * as;
+    F16<W> bv[C];
+    for (int c = 0; c < C; ++c) bv[c] = vload<W>(br + c * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const float v = ak[r * ra];
+      for (int c = 0; c < C; ++c) acc[r][c] = acc[r][c] + v * bv[c];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      vstore(out0 + r * ro + c0 + c * kLanes, mul != nullptr ? acc[r][c] * mul[r] : acc[r][c]);
+}
+
+// Whether p[r] = p[0] + r * step for r < n (step returned through `step`).
+template <class P>
+inline bool evenly_spaced(P* const* p, int n, int64_t& step) {
+  step = n > 1 ? p[1] - p[0] : 0;
+  for (int r = 2; r < n; ++r)
+    if (p[r] - p[0] != r * step) return false;
+  return true;
+}
+
 // The product for `rows` <= kRows rows over columns [0, cols), cols a multiple of 16. The
 // pointer arrays hold kRows entries; rows >= `rows` repeat the last row (same pointers), so a
 // tile of repeats only is skipped.
@@ -95,6 +130,19 @@ ATH_ISA_BODY void product_rows(const float* const* a, int64_t as, const float* b
                                float* const* out) {
   constexpr int R = kTileRows<W>, C = kTileCols<W>;
   static_assert(kRows % R == 0);
+  int64_t ra = 0, ro = 0;
+  if (rows == kRows && evenly_spaced(a, kRows, ra) && evenly_spaced(out, kRows, ro)) {
+    int64_t c0 = 0;
+    for (; c0 + C * kLanes <= cols; c0 += C * kLanes)
+      for (int r0 = 0; r0 < rows; r0 += R)
+        product_tile_strided<W, R, C>(a[r0], ra, as, b, ldb, n, c0,
+                                      mul == nullptr ? nullptr : mul + r0, out[r0], ro);
+    for (; c0 < cols; c0 += kLanes)
+      for (int r0 = 0; r0 < rows; r0 += R)
+        product_tile_strided<W, R, 1>(a[r0], ra, as, b, ldb, n, c0,
+                                      mul == nullptr ? nullptr : mul + r0, out[r0], ro);
+    return;
+  }
   int64_t c0 = 0;
   for (; c0 + C * kLanes <= cols; c0 += C * kLanes)
     for (int r0 = 0; r0 < rows; r0 += R)
