@@ -8,6 +8,7 @@
 #include "athanor/core/parallel.h"
 #include "common/dnnl_utils.h"
 #include "common/gemm.h"
+#include "common/nn_common.h"
 #include "packed_weight_header.h"
 
 namespace ath::kernels {
@@ -64,7 +65,7 @@ RepeatedGemm::RepeatedGemm(int64_t rows, const Tensor& b, const Tensor& bias, in
   ATH_CHECK(!(bias.defined() && with_addend), ValueError,
             "repeated matrix product: a bias or a per-call addend, not both");
   if (b.dtype() != kFloat32 || calls < kMinCalls || rows == 0 || b.numel() == 0) return;
-  if (b.strides()[0] != 1 && b.strides()[1] != 1) b_ = b.contiguous();
+  if (b.strides()[0] != 1 && b.strides()[1] != 1) b_ = dense(b);  // kernel-side: no dispatch
   const int64_t k = b.shape()[0];
   // Inside a parallel region oneDNN runs on the calling thread alone: build for that.
   threads_ = in_parallel_region() || get_num_threads() == 1 ? 1 : 0;

@@ -12,10 +12,10 @@
 // fused cell backward reads d_output's rows plus the recurrent carry and writes the step's gate
 // gradients into d_xg (the LSTM's, and the GRU's x side) - which is also the input projection's
 // gradient - then one GEMM [n, G] x W_hh [G, H] forms the carry for the step before (W_hh
-// packed once per call; the GRU's adds the step's direct gradient as a post-op). The
-// weight gradient is one GEMM over all steps afterwards: h_prev of every row gathered transposed
-// into [H, T*B], times the gate gradients [T*B, G] (K = T*B is large, so the GEMM runs near peak),
-// and the [H, G] result transposed into d_w_hh.
+// packed once per call; the GRU's adds the step's direct gradient as a post-op). The weight
+// gradient is one GEMM over all steps afterwards: h_prev of every row gathered into [T*B, H] and
+// read transposed in place, times the gate gradients [T*B, G] (K = T*B is large, so the GEMM runs
+// near peak), and the [H, G] result transposed into d_w_hh.
 //
 // Both directions run per batch chunk (n rows, see for_batch_chunks): each chunk runs the
 // whole sequence independently, so there is one parallel region per call, not two per step.
@@ -25,7 +25,7 @@
 // Memory contract: inputs are read in place when their last dim is unit-stride (else copied
 // dense once); each output element is written once (d_w_hh and d_b_hh through one scratch
 // each). Scratch per chunk: [n, G] + a few [n, H] + the packed W_hh; the GRU backward adds its
-// h-side gate gradients [T, B, G]; the weight gradient [H, T*B] + [H, G]. Chunks depend on B alone,
+// h-side gate gradients [T, B, G]; the weight gradient [T*B, H] + [H, G]. Chunks depend on B alone,
 // GEMMs split rows and columns only and column sums run in row order, so results do not depend on
 // the thread count.
 #include "athanor/ops/rnn_cells.h"
