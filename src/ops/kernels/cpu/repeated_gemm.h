@@ -2,8 +2,8 @@
 // and the shape of a: the recurrent weight that every time step of an RNN multiplies by
 // (rnn_sequence.cpp).
 //
-//   RepeatedGemm step(rows, w.t());           // packs w^T once
-//   for (t...) step(h_prev[t], gates[t]);     // each call reads the packed copy
+//   const RepeatedGemm step(rows, w.t(), /*bias=*/{}, steps);  // packs w^T once
+//   for (t...) step(h_prev[t], gates[t]);                       // each call reads the copy
 //
 // oneDNN's brgemm kernel reads its right operand in a blocked layout of its own; given a plain
 // one, it re-packs the whole operand into that layout at every call. At a step's shape the
