@@ -121,6 +121,20 @@ inline bool evenly_spaced(P* const* p, int n, int64_t& step) {
   return true;
 }
 
+// The tile of rows r0 .. r0 + R - 1, through product_tile_strided when the rows are evenly
+// spaced (ra, ro their strides), else product_tile.
+template <int W, int R, int C>
+ATH_ISA_BODY void product_tile_at(bool spaced, const float* const* a, int64_t ra, int64_t as,
+                                  const float* b, int64_t ldb, int64_t n, int64_t c0,
+                                  const float* mul, float* const* out, int64_t ro, int r0) {
+  const float* m = mul == nullptr ? nullptr : mul + r0;
+  if (spaced) {
+    product_tile_strided<W, R, C>(a[r0], ra, as, b, ldb, n, c0, m, out[r0], ro);
+  } else {
+    product_tile<W, R, C>(a + r0, as, b, ldb, n, c0, m, out + r0);
+  }
+}
+
 // The product for `rows` <= kRows rows over columns [0, cols), cols a multiple of 16. The
 // pointer arrays hold kRows entries; rows >= `rows` repeat the last row (same pointers), so a
 // tile of repeats only is skipped.
@@ -131,27 +145,14 @@ ATH_ISA_BODY void product_rows(const float* const* a, int64_t as, const float* b
   constexpr int R = kTileRows<W>, C = kTileCols<W>;
   static_assert(kRows % R == 0);
   int64_t ra = 0, ro = 0;
-  if (rows == kRows && evenly_spaced(a, kRows, ra) && evenly_spaced(out, kRows, ro)) {
-    int64_t c0 = 0;
-    for (; c0 + C * kLanes <= cols; c0 += C * kLanes)
-      for (int r0 = 0; r0 < rows; r0 += R)
-        product_tile_strided<W, R, C>(a[r0], ra, as, b, ldb, n, c0,
-                                      mul == nullptr ? nullptr : mul + r0, out[r0], ro);
-    for (; c0 < cols; c0 += kLanes)
-      for (int r0 = 0; r0 < rows; r0 += R)
-        product_tile_strided<W, R, 1>(a[r0], ra, as, b, ldb, n, c0,
-                                      mul == nullptr ? nullptr : mul + r0, out[r0], ro);
-    return;
-  }
+  const bool spaced = rows == kRows && evenly_spaced(a, kRows, ra) && evenly_spaced(out, kRows, ro);
   int64_t c0 = 0;
   for (; c0 + C * kLanes <= cols; c0 += C * kLanes)
     for (int r0 = 0; r0 < rows; r0 += R)
-      product_tile<W, R, C>(a + r0, as, b, ldb, n, c0, mul == nullptr ? nullptr : mul + r0,
-                            out + r0);
+      product_tile_at<W, R, C>(spaced, a, ra, as, b, ldb, n, c0, mul, out, ro, r0);
   for (; c0 < cols; c0 += kLanes)
     for (int r0 = 0; r0 < rows; r0 += R)
-      product_tile<W, R, 1>(a + r0, as, b, ldb, n, c0, mul == nullptr ? nullptr : mul + r0,
-                            out + r0);
+      product_tile_at<W, R, 1>(spaced, a, ra, as, b, ldb, n, c0, mul, out, ro, r0);
 }
 
 // dst[c * dst_ld + r] = scale * src[r * src_ld + c] for r < rows, c < cols: a block of x's rows
